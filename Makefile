@@ -1,0 +1,45 @@
+# Every target runs inside .venv, created on first use. torch is pinned to the CPU wheel that
+# lies on the reference machines; the project itself accepts any torch>=2.3.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+SHARED_UD := $(abspath ../shared/data/ud)
+export UD_ROOT ?= $(abspath data/ud)
+
+.PHONY: install data train test bench lint clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[dev,plot]'
+	touch $(STAMP)
+
+# Links the shared UD treebanks where they exist; otherwise tells how to get the official release.
+data:
+	@if [ -d "$(SHARED_UD)" ]; then \
+		mkdir -p data && ln -sfn "$(SHARED_UD)" data/ud && echo "data/ud -> $(SHARED_UD)"; \
+	elif [ -d data/ud ]; then echo "data/ud present"; \
+	else echo "No UD data found. Download the official release and point UD_ROOT at it:"; \
+		echo "  curl -L -o ud.tgz https://lindat.mff.cuni.cz/repository/xmlui/handle/11234/1-5787/allzip"; \
+		echo "  (then arrange data/ud/<lang_treebank>/<lang_treebank>-ud-{train,dev,test}.conllu)"; fi
+
+train: install data
+	$(PY) -m parser.train experiment=quickstart
+
+test: install data
+	$(PY) -m pytest -q -n 2
+
+bench: install data
+	$(PY) experiments/bench_entropy.py
+	$(PY) experiments/bench_ge_gradient.py
+	$(PY) experiments/bench_throughput.py
+
+lint: install
+	$(PY) -m ruff check parser tests experiments
+
+clean:
+	rm -rf $(VENV) outputs multirun

@@ -1,0 +1,3 @@
+"""Dependency parsers trained with structured, semi-supervised objectives over an exact tree CRF."""
+
+__version__ = "0.1.0"

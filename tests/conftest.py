@@ -1,0 +1,35 @@
+"""Shared fixtures. Tests over the real UD treebanks skip locally when the data is absent, but
+fail in CI (CI=true), where ../shared is always present and they must run."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def find_ud_root() -> Path | None:
+    candidates = [os.environ.get("UD_ROOT"), REPO / "data" / "ud", REPO.parent / "shared" / "data" / "ud"]
+    for candidate in candidates:
+        if candidate and (Path(candidate) / "en_ewt").is_dir():
+            return Path(candidate)
+    return None
+
+
+@pytest.fixture(scope="session")
+def ud_root() -> Path:
+    root = find_ud_root()
+    if root is None:
+        if os.environ.get("CI"):
+            pytest.fail("UD treebanks not found in CI: set UD_ROOT or run `make data`")
+        pytest.skip("UD treebanks not available (set UD_ROOT or run `make data`)")
+    return root
+
+
+@pytest.fixture(scope="session")
+def fixtures() -> Path:
+    return FIXTURES
