@@ -1,0 +1,210 @@
+"""Typed schemas for every Hydra config group, registered in Hydra's ConfigStore.
+
+``configs/config.yaml`` starts its defaults list with ``base_config`` (the :class:`Config` schema
+below), so every group file and every command-line override is merged into a typed node: a misspelt
+key or a value of the wrong type fails when the config is composed, not an hour into a run.
+
+Closed choices are enums (a typo such as ``optim.name=adamm`` also fails at composition); open
+ones (a device string, a path) are plain strings checked when the run starts.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import OmegaConf
+
+__all__ = [
+    "Config",
+    "DataConfig",
+    "Decay",
+    "LabelMode",
+    "LoggerConfig",
+    "ModelConfig",
+    "ObjectiveConfig",
+    "OnInvalid",
+    "OptimConfig",
+    "OptimName",
+    "ScorerKind",
+    "TrainerConfig",
+    "config_dir",
+    "register_configs",
+]
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+class OnInvalid(str, Enum):
+    error = "error"
+    skip = "skip"
+
+
+class ScorerKind(str, Enum):
+    biaffine = "biaffine"
+    loglinear = "loglinear"
+
+
+class LabelMode(str, Enum):
+    classifier = "classifier"  # Dozat & Manning: labels from a classifier on the arcs
+    joint = "joint"  # labeled tree CRF over (head, label) pairs
+
+
+class OptimName(str, Enum):
+    adam = "adam"
+    adamw = "adamw"
+
+
+class Decay(str, Enum):
+    none = "none"
+    linear = "linear"
+    cosine = "cosine"
+    exponential = "exponential"  # lr * gamma ** (step / decay_steps), Dozat & Manning style
+
+
+@dataclass
+class DataConfig:
+    """Where the sentences come from and how they are batched.
+
+    ``root`` null falls back to ``$UD_ROOT``, then ``<repo>/data/ud``. A ``*_file`` path, when
+    set, replaces the ``<root>/<treebank>/<treebank>-ud-<split>.conllu`` file of that split; a
+    null split (e.g. ``train_split=null`` for a treebank with no training file) is not read.
+    """
+
+    treebank: str = "en_ewt"
+    root: Optional[str] = None
+    train_split: Optional[str] = "train"
+    dev_split: Optional[str] = "dev"
+    test_split: Optional[str] = "test"
+    train_file: Optional[str] = None
+    dev_file: Optional[str] = None
+    test_file: Optional[str] = None
+    on_invalid: OnInvalid = OnInvalid.error
+    min_freq: int = 2
+    tokens_per_batch: int = 5000
+    eval_tokens_per_batch: int = 10000
+    max_length: int = 100  # training sentences longer than this are skipped (counted)
+    max_train_sentences: Optional[int] = None  # first n training sentences, for quick runs
+    # Semi-supervised data flow: a labeled subset of the training file, the rest as unlabeled text.
+    labeled_size: Optional[int] = None
+    labeled_fraction: Optional[float] = None
+    unlabeled_file: Optional[str] = None  # CoNLL-U or one tokenised sentence per line
+    unlabeled_ratio: float = 1.0  # unlabeled batches per labeled batch
+    subset_seed: int = 0  # which sentences form the labeled subset (nested across sizes)
+
+
+@dataclass
+class ModelConfig:
+    """The edge scorer. Biaffine fields are ignored by the log-linear scorer and vice versa."""
+
+    kind: ScorerKind = ScorerKind.biaffine
+    labels: LabelMode = LabelMode.classifier
+    single_root: bool = True
+    use_upos: bool = True
+    # biaffine (Dozat & Manning 2017)
+    word_dim: int = 100
+    char_dim: int = 50
+    char_hidden: int = 100
+    upos_dim: int = 100
+    lstm_hidden: int = 400
+    lstm_layers: int = 3
+    arc_mlp: int = 500
+    label_mlp: int = 100
+    dropout: float = 0.33
+    # log-linear (McDonald et al. 2005)
+    hash_bits: int = 22
+
+
+@dataclass
+class ObjectiveConfig:
+    """A weighted sum of objective terms, handed to ``parser.objectives.build_objective``.
+
+    ``terms`` maps a term's name to its options (``kind``, ``weight``, ``warmup`` ...; their
+    schemas live with the objectives). ``constraints`` names a GE constraint set; ``teacher`` is a
+    checkpoint path for KL terms.
+    """
+
+    terms: Dict[str, Any] = field(
+        default_factory=lambda: {"likelihood": {"kind": "likelihood", "weight": 1.0}}
+    )
+    constraints: Optional[str] = None
+    teacher: Optional[str] = None
+
+
+@dataclass
+class OptimConfig:
+    name: OptimName = OptimName.adamw
+    lr: float = 2e-3
+    betas: List[float] = field(default_factory=lambda: [0.9, 0.9])
+    eps: float = 1e-12
+    weight_decay: float = 0.0
+    warmup_steps: int = 0  # linear warm-up from 0 to lr
+    decay: Decay = Decay.exponential
+    decay_rate: float = 0.75  # exponential: multiply lr by this every decay_steps
+    decay_steps: int = 5000
+    clip_norm: float = 5.0  # gradient norm clipping; <= 0 disables
+
+
+@dataclass
+class TrainerConfig:
+    seed: int = 1
+    device: str = "auto"  # auto | cpu | cuda | cuda:N
+    max_steps: int = 50000
+    max_epochs: Optional[int] = None
+    eval_every: int = 500  # steps between dev evaluations
+    patience: Optional[int] = 10  # dev evaluations without LAS gain before stopping; null: never
+    resume: Optional[str] = None  # a checkpoint path, or "last" (this run directory's latest)
+    checkpoint_dir: Optional[str] = None  # null: <run dir>/checkpoints
+    keep_last: int = 2  # periodic checkpoints kept besides best.pt
+    max_nonfinite: int = 5  # stop after this many non-finite steps in a row
+    log_every: int = 10  # steps between TensorBoard scalar writes
+    progress: bool = True  # tqdm progress bar
+    final_eval: bool = True  # evaluate best checkpoint on dev/test, write predictions + JSON
+    deterministic: bool = False  # torch.use_deterministic_algorithms
+
+
+@dataclass
+class LoggerConfig:
+    tensorboard: bool = True
+    log_dir: str = "tb"  # relative to the run directory
+    arc_entropy: bool = True  # log mean arc entropy of the training batches
+    flush_secs: int = 30
+
+
+@dataclass
+class Config:
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    objective: ObjectiveConfig = field(default_factory=ObjectiveConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
+    name: str = "run"  # a label for the run (hparams, metrics JSON)
+
+
+def config_dir() -> Path:
+    """The ``configs/`` directory: ``$PARSER_CONFIG_DIR``, else the one beside the package."""
+    configured = os.environ.get("PARSER_CONFIG_DIR")
+    candidates = [Path(configured)] if configured else []
+    candidates += [REPO_ROOT / "configs", Path(__file__).resolve().parent / "configs"]
+    for candidate in candidates:
+        if (candidate / "config.yaml").is_file():
+            return candidate
+    tried = ", ".join(str(c) for c in candidates)
+    raise FileNotFoundError(
+        f"Hydra configs not found (looked for config.yaml in {tried}); set PARSER_CONFIG_DIR"
+    )
+
+
+def register_configs() -> None:
+    """Store the schemas (idempotent) and the ``repo_root`` resolver used by the tiny data config."""
+    ConfigStore.instance().store(name="base_config", node=Config)
+    if not OmegaConf.has_resolver("repo_root"):
+        OmegaConf.register_new_resolver("repo_root", lambda: str(REPO_ROOT))
+
+
+register_configs()
