@@ -1,0 +1,99 @@
+"""Shared pieces of the benchmark scripts: treebank lengths, random scores, timing, tables."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import subprocess
+import time
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "experiments" / "results"
+TEST_SETS = ["en_ewt", "de_gsd", "fi_tdt", "fr_gsd", "ar_padt"]
+
+
+def ud_root() -> Path:
+    for candidate in (os.environ.get("UD_ROOT"), REPO / "data" / "ud", REPO.parent / "shared" / "data" / "ud"):
+        if candidate and Path(candidate).is_dir():
+            return Path(candidate)
+    raise SystemExit("UD treebanks not found: set UD_ROOT or run `make data`")
+
+
+def sentence_lengths(treebank: str, split: str = "test") -> list[int]:
+    """Words per sentence (multiword-token lines and empty nodes not counted)."""
+    path = ud_root() / treebank / f"{treebank}-ud-{split}.conllu"
+    lengths, current = [], 0
+    with open(path, encoding="utf-8") as lines:
+        for line in lines:
+            if not line.strip():
+                if current:
+                    lengths.append(current)
+                current = 0
+            elif line[0].isdigit() and line.split("\t", 1)[0].isdigit():
+                current += 1
+    if current:
+        lengths.append(current)
+    return lengths
+
+
+def random_scores(length: int, *, generator: torch.Generator, scale: float = 1.0,
+                  dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """``[1, N+1, N+1]`` standard-normal arc scores times ``scale`` for one sentence."""
+    return scale * torch.randn(1, length + 1, length + 1, generator=generator, dtype=dtype)
+
+
+def length_buckets(lengths: list[int], batch_size: int) -> list[list[int]]:
+    """Sentences sorted by length, cut into batches of ``batch_size`` (indices into ``lengths``)."""
+    order = sorted(range(len(lengths)), key=lengths.__getitem__)
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+def padded_scores(lengths: list[int], *, generator: torch.Generator, dtype: torch.dtype,
+                  scale: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """``[B, N+1, N+1]`` random scores for sentences of the given lengths, and the lengths."""
+    n = max(lengths)
+    scores = scale * torch.randn(len(lengths), n + 1, n + 1, generator=generator, dtype=dtype)
+    return scores, torch.tensor(lengths)
+
+
+def time_call(fn: Callable[[], object], *, repeats: int = 3) -> float:
+    """Median wall time of ``fn()`` in seconds over ``repeats`` runs (after one warm-up run)."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def machine() -> str:
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+        model = next(line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name"))
+    except (OSError, subprocess.CalledProcessError, StopIteration):
+        model = platform.processor() or "unknown CPU"
+    return f"{model}, {os.cpu_count()} cores, torch {torch.__version__}, {torch.get_num_threads()} thread(s)"
+
+
+def markdown_table(header: list[str], rows: list[list[object]]) -> str:
+    def cell(value: object) -> str:
+        return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def write_result(name: str, title: str, command: str, body: str) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / name
+    text = f"# {title}\n\nCommand: `{command}`\n\nMachine: {machine()}\n\n{body}\n"
+    path.write_text(text, encoding="utf-8")
+    print(text)
+    return path
