@@ -1,0 +1,52 @@
+"""What every edge scorer returns, and how it becomes a tree distribution.
+
+Conventions: ``arcs[b, dep, head]`` scores the arc ``head -> dep`` (index 0 is ROOT), shape
+``[B, N+1, N+1]``; ``labels[b, dep, head, rel]`` scores relation ``rel`` on that arc, shape
+``[B, N+1, N+1, L]``. Positions beyond ``lengths[b]`` hold finite values of no meaning: the tree
+CRF masks them by ``lengths``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torch import Tensor
+
+from parser.structs.parser_output import ParserOutput
+
+LABEL_MODES = ("joint", "classifier")
+
+
+@dataclass(frozen=True)
+class EdgeScores:
+    """arcs: ``[B, dep, head]``; labels: ``[B, dep, head, L]``, or ``None`` for an unlabeled scorer."""
+
+    arcs: Tensor
+    labels: Tensor | None = None
+
+
+def to_output(
+    edge_scores: EdgeScores, lengths: Tensor, *, labels: str = "joint", single_root: bool = True
+) -> ParserOutput:
+    """The tree CRF over a scorer's arcs, labeled jointly or with a separate label classifier.
+
+    ``labels="joint"``: a labeled CRF over the multigraph with scores ``arcs[..., None] + labels``
+    (``[B, dep, head, L]``); ``label_scores`` is ``None``. ``labels="classifier"``: the CRF over
+    ``arcs`` alone, and ``label_scores = labels`` for a per-arc classifier (Dozat & Manning).
+    An unlabeled scorer (``edge_scores.labels is None``) gives the arc CRF in either mode.
+    """
+    if labels not in LABEL_MODES:
+        raise ValueError(f"labels={labels!r}: expected one of {', '.join(LABEL_MODES)}")
+    arcs, rel_scores = edge_scores.arcs, edge_scores.labels
+    if rel_scores is not None and rel_scores.shape[:-1] != arcs.shape:
+        raise ValueError(
+            f"edge_scores.labels has shape {tuple(rel_scores.shape)}; expected "
+            f"{tuple(arcs.shape)} + (L,) to match edge_scores.arcs"
+        )
+    from parser.structs.tree_crf import TreeCRF  # lazy: structs is a sibling layer built in parallel
+
+    if rel_scores is None:
+        return ParserOutput(dist=TreeCRF(arcs, lengths, single_root=single_root))
+    if labels == "joint":
+        return ParserOutput(dist=TreeCRF(arcs[..., None] + rel_scores, lengths, single_root=single_root))
+    return ParserOutput(dist=TreeCRF(arcs, lengths, single_root=single_root), label_scores=rel_scores)

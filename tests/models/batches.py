@@ -1,0 +1,56 @@
+"""Random Batches built directly (no data layer): id 0 = PAD, 1 = UNK, 2 = ROOT everywhere."""
+
+from __future__ import annotations
+
+import torch
+
+from parser.data.batch import Batch
+
+ROOT = 2
+N_WORDS, N_CHARS, N_UPOS, N_RELS = 30, 12, 8, 5
+
+
+def random_batch(lengths: list[int], *, seed: int, max_chars: int = 5) -> Batch:
+    """Sentences of the given lengths, tight padding, PAD (0) beyond each length."""
+    gen = torch.Generator().manual_seed(seed)
+    batch, width = len(lengths), max(lengths) + 1
+    words = torch.zeros(batch, width, dtype=torch.long)
+    upos = torch.zeros(batch, width, dtype=torch.long)
+    chars = torch.zeros(batch, width, max_chars, dtype=torch.long)
+    for b, n in enumerate(lengths):
+        words[b, 0], upos[b, 0], chars[b, 0, 0] = ROOT, ROOT, ROOT
+        words[b, 1 : n + 1] = torch.randint(1, N_WORDS, (n,), generator=gen)
+        upos[b, 1 : n + 1] = torch.randint(3, N_UPOS, (n,), generator=gen)
+        for i in range(1, n + 1):
+            k = int(torch.randint(1, max_chars + 1, (1,), generator=gen))
+            chars[b, i, :k] = torch.randint(3, N_CHARS, (k,), generator=gen)
+    return Batch(words=words, chars=chars, upos=upos, lengths=torch.tensor(lengths))
+
+
+def with_noisy_padding(batch: Batch, *, extra: int, extra_chars: int, seed: int) -> Batch:
+    """The same sentences with ``extra`` more positions and ``extra_chars`` more character slots;
+    every position beyond a sentence's length filled with random valid ids (not PAD)."""
+    gen = torch.Generator().manual_seed(seed)
+    size, width, n_chars = batch.chars.shape
+    new_width = width + extra
+    words = torch.randint(1, N_WORDS, (size, new_width), generator=gen)
+    upos = torch.randint(1, N_UPOS, (size, new_width), generator=gen)
+    chars = torch.randint(1, N_CHARS, (size, new_width, n_chars + extra_chars), generator=gen)
+    real = torch.arange(new_width)[None, :] <= batch.lengths[:, None]
+    chars[:, :, n_chars:] = torch.where(real[..., None], 0, chars[:, :, n_chars:])
+    for b, n in enumerate(batch.lengths.tolist()):
+        words[b, : n + 1] = batch.words[b, : n + 1]
+        upos[b, : n + 1] = batch.upos[b, : n + 1]
+        chars[b, : n + 1, :n_chars] = batch.chars[b, : n + 1]
+    return Batch(words=words, chars=chars, upos=upos, lengths=batch.lengths.clone())
+
+
+def single(batch: Batch, b: int) -> Batch:
+    """Sentence ``b`` alone, tightly padded."""
+    n = int(batch.lengths[b])
+    return Batch(
+        words=batch.words[b : b + 1, : n + 1],
+        chars=batch.chars[b : b + 1, : n + 1],
+        upos=batch.upos[b : b + 1, : n + 1],
+        lengths=batch.lengths[b : b + 1],
+    )
