@@ -1,0 +1,124 @@
+"""A log-linear edge scorer over hashed McDonald et al. (2005) first-order features."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from parser.data.batch import Batch
+from parser.models.checks import check_batch
+from parser.models.edge_scores import EdgeScores
+from parser.models.features import (
+    ARC_TEMPLATES,
+    BETWEEN_TEMPLATE,
+    N_DISTANCE_BINS,
+    arc_sources,
+    between_counts,
+    direction_and_distance,
+    hash_extend,
+    hash_values,
+)
+
+# Label templates, each conjoined with the relation: bias, (hp), (dp), (hp, dp),
+# (hp, dp, direction), (direction, distance), (hw), (dw).
+LABEL_BIAS, LABEL_HP, LABEL_DP, LABEL_PAIR, LABEL_PAIR_DIR, LABEL_DIST, LABEL_HW, LABEL_DW = range(8)
+
+
+class LogLinearScorer(nn.Module):
+    """Arc score = sum of the weights of the arc's features; every template in
+    ``features.ARC_TEMPLATES`` fires once plain and once conjoined with direction and distance;
+    the in-between template fires once per word between head and dependent (weighted by counts).
+
+    Weights live in hashed tables (``n_buckets`` for arcs, ``n_label_buckets`` for labels), zero
+    at the start. ``sparse=True`` gives sparse gradients (then use a sparse optimiser). Rare words
+    mapped to UNK by the vocabulary share the UNK word features, so their POS features carry them.
+    Labels ``[B, dep, head, L]`` come from a smaller set (see ``LABEL_*``) scored through small
+    per-relation tables, so no ``[B, N+1, N+1, L]`` id tensor is ever built.
+    """
+
+    def __init__(
+        self,
+        *,
+        n_words: int,
+        n_upos: int,
+        n_rels: int,
+        n_buckets: int = 2**22,
+        n_label_buckets: int = 2**20,
+        sparse: bool = False,
+    ) -> None:
+        super().__init__()
+        for name, value in (("n_words", n_words), ("n_upos", n_upos)):
+            if value < 3:
+                raise ValueError(f"{name}={value}: a vocabulary holds at least PAD, UNK and ROOT")
+        if n_rels < 0 or n_buckets < 1 or n_label_buckets < 1:
+            raise ValueError(
+                f"n_rels={n_rels}, n_buckets={n_buckets}, n_label_buckets={n_label_buckets}: "
+                "need n_rels >= 0 and positive table sizes"
+            )
+        self.n_words, self.n_upos, self.n_rels = n_words, n_upos, n_rels
+        self.weights = nn.Embedding(n_buckets, 1, sparse=sparse)
+        nn.init.zeros_(self.weights.weight)
+        self.label_weights = None
+        if n_rels > 0:
+            self.label_weights = nn.Embedding(n_label_buckets, 1, sparse=sparse)
+            nn.init.zeros_(self.label_weights.weight)
+
+    def forward(self, batch: Batch) -> EdgeScores:
+        """arcs ``[B, dep, head]``; labels ``[B, dep, head, L]`` or ``None``."""
+        check_batch(batch, n_words=self.n_words, n_upos=self.n_upos)
+        direction, distance = direction_and_distance(batch.words.shape[1], device=batch.words.device)
+        arcs = self.arc_scores(batch, direction=direction, distance=distance)
+        labels = None
+        if self.label_weights is not None:
+            labels = self.label_scores(batch, direction=direction, distance=distance)
+        return EdgeScores(arcs=arcs, labels=labels)
+
+    def _weight(self, table: nn.Embedding, ids: Tensor) -> Tensor:
+        return table(ids % table.num_embeddings).squeeze(-1)
+
+    def arc_scores(self, batch: Batch, *, direction: Tensor, distance: Tensor) -> Tensor:
+        """``[B, dep, head]``; ``direction``, ``distance`` ``[N+1, N+1]`` from
+        ``direction_and_distance``."""
+        batch_size, width = batch.words.shape
+        sources = arc_sources(batch.words, batch.upos, batch.lengths, n_upos=self.n_upos)
+        scores = self.weights.weight.new_zeros(batch_size, width, width)
+        for template, names in enumerate(ARC_TEMPLATES):  # a loop over templates, not tokens
+            plain = hash_values(template, *(sources[name] for name in names))
+            conjoined = hash_extend(plain, direction, distance)
+            scores = scores + self._weight(self.weights, plain) + self._weight(self.weights, conjoined)
+
+        # (hp, t, dp) for each UPOS t, weighted by how many words between carry t.
+        counts = between_counts(batch.upos, batch.lengths, n_upos=self.n_upos)
+        tags = torch.arange(self.n_upos, device=batch.words.device)
+        plain = hash_values(BETWEEN_TEMPLATE, sources["hp"][..., None], tags, sources["dp"][..., None])
+        conjoined = hash_extend(plain, direction[..., None], distance[..., None])
+        weights = self._weight(self.weights, plain) + self._weight(self.weights, conjoined)
+        return scores + (weights * counts).sum(-1)
+
+    def label_scores(self, batch: Batch, *, direction: Tensor, distance: Tensor) -> Tensor:
+        """``[B, dep, head, L]``."""
+        assert self.label_weights is not None
+        table = self.label_weights
+        device = batch.words.device
+        rels = torch.arange(self.n_rels, device=device)
+        tags = torch.arange(self.n_upos, device=device)
+        t_head, t_dep = tags[:, None, None, None], tags[None, :, None, None]
+        dirs = torch.arange(2, device=device)
+
+        # Every feature made of (head tag, dependent tag, direction) folds into one
+        # [T(head), T(dep), 2, L] table, gathered once per arc.
+        pos_table = (
+            self._weight(table, hash_values(LABEL_BIAS, rels))
+            + self._weight(table, hash_values(LABEL_HP, t_head, rels))
+            + self._weight(table, hash_values(LABEL_DP, t_dep, rels))
+            + self._weight(table, hash_values(LABEL_PAIR, t_head, t_dep, rels))
+            + self._weight(table, hash_values(LABEL_PAIR_DIR, t_head, t_dep, dirs[:, None], rels))
+        )
+        bins = torch.arange(N_DISTANCE_BINS, device=device)
+        dist_table = self._weight(table, hash_values(LABEL_DIST, dirs[:, None, None], bins[:, None], rels))
+
+        head_tag, dep_tag = batch.upos[:, None, :], batch.upos[:, :, None]
+        scores = pos_table[head_tag, dep_tag, direction] + dist_table[direction, distance]
+        head_word = self._weight(table, hash_values(LABEL_HW, batch.words[:, None, :, None], rels))
+        dep_word = self._weight(table, hash_values(LABEL_DW, batch.words[:, :, None, None], rels))
+        return scores + head_word + dep_word
