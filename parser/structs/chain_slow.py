@@ -103,14 +103,20 @@ def pairwise_feature_covariance(scores: Tensor, lengths: Tensor) -> Tensor:
         scores, mu, ahead, _ = _conditionals(scores, lengths)
         batch, positions, states = scores.shape[:3]
         eye = torch.eye(states, dtype=scores.dtype, device=scores.device)
-        joint = torch.zeros(batch, positions, states, states, positions, states, states, dtype=scores.dtype)
+        joint = torch.zeros(
+            batch, positions, states, states, positions, states, states, dtype=scores.dtype
+        )
         for i in range(positions):
             joint[:, i, :, :, i] = torch.diag_embed(mu[:, i].reshape(batch, -1)).reshape(
                 batch, states, states, states, states
             )
             reach = eye.expand(batch, states, states)  # p(y[j-1] | y[i])
             for j in range(i + 1, positions):
-                both = mu[:, i, :, :, None, None] * reach[:, None, :, :, None] * ahead[:, j, None, None]
+                both = (
+                    mu[:, i, :, :, None, None]
+                    * reach[:, None, :, :, None]
+                    * ahead[:, j, None, None]
+                )
                 joint[:, i, :, :, j] = both
                 joint[:, j, :, :, i] = both.permute(0, 3, 4, 1, 2)
                 reach = reach @ ahead[:, j]

@@ -28,6 +28,7 @@ Python loops run over positions, as the recursions demand.
 from __future__ import annotations
 
 from functools import cached_property
+from typing import ClassVar
 
 import torch
 from torch import Tensor
@@ -37,7 +38,9 @@ from torch.distributions import Distribution, register_kl
 def check_chain(scores: Tensor, lengths: Tensor) -> None:
     """Raise ``ValueError`` unless ``scores [B, pos, prev, cur]`` and ``lengths [B]`` fit together."""
     if scores.dim() != 4 or scores.shape[-1] != scores.shape[-2]:
-        raise ValueError(f"scores must be [B, T, S, S] (pos, prev, cur); got shape {tuple(scores.shape)}")
+        raise ValueError(
+            f"scores must be [B, T, S, S] (pos, prev, cur); got shape {tuple(scores.shape)}"
+        )
     if not scores.is_floating_point():
         raise ValueError(f"scores must be floating point; got dtype {scores.dtype}")
     batch, positions = scores.shape[:2]
@@ -48,7 +51,9 @@ def check_chain(scores: Tensor, lengths: Tensor) -> None:
     bad = (lengths < 1) | (lengths > positions)
     if bad.any():
         b = int(bad.nonzero()[0, 0])
-        raise ValueError(f"lengths[{b}] = {int(lengths[b])} is outside 1..{positions} (T of scores)")
+        raise ValueError(
+            f"lengths[{b}] = {int(lengths[b])} is outside 1..{positions} (T of scores)"
+        )
     counted = factor_mask(lengths, positions, scores.shape[-1])
     broken = counted & ~torch.isfinite(scores)
     if broken.any():
@@ -69,7 +74,7 @@ def factor_mask(lengths: Tensor, positions: int, states: int) -> Tensor:
     alive = position_mask(lengths, positions)[:, :, None, None]
     not_start = torch.arange(positions, device=lengths.device)[:, None, None] > 0
     start_row = torch.arange(states, device=lengths.device)[:, None] == 0
-    return alive & (not_start | start_row)
+    return (alive & (not_start | start_row)).expand(-1, positions, states, states)
 
 
 def clean_scores(scores: Tensor, lengths: Tensor) -> Tensor:
@@ -120,7 +125,7 @@ class LinearChainCRF(Distribution):
     lengths: ``[B]`` integer, positions per sentence, ``1 <= lengths <= T``.
     """
 
-    arg_constraints: dict = {}
+    arg_constraints: ClassVar[dict] = {}
     has_rsample = False
 
     def __init__(self, scores: Tensor, lengths: Tensor) -> None:
@@ -128,7 +133,9 @@ class LinearChainCRF(Distribution):
         self.scores = scores
         self.lengths = lengths
         self.num_states = scores.shape[-1]
-        super().__init__(batch_shape=scores.shape[:1], event_shape=scores.shape[1:2], validate_args=False)
+        super().__init__(
+            batch_shape=scores.shape[:1], event_shape=scores.shape[1:2], validate_args=False
+        )
 
     @cached_property
     def mask(self) -> Tensor:
@@ -168,12 +175,16 @@ class LinearChainCRF(Distribution):
         """``tags [..., B, pos]`` long (padding ignored) -> ``[..., B]`` log p(tags)."""
         batch, positions = self.scores.shape[:2]
         if tags.dim() < 2 or tuple(tags.shape[-2:]) != (batch, positions):
-            raise ValueError(f"tags must be [..., {batch}, {positions}]; got shape {tuple(tags.shape)}")
+            raise ValueError(
+                f"tags must be [..., {batch}, {positions}]; got shape {tuple(tags.shape)}"
+            )
         alive = position_mask(self.lengths, positions)
         bad = alive & ((tags < 0) | (tags >= self.num_states))
         if bad.any():
             at = tuple(int(x) for x in bad.nonzero()[0])
-            raise ValueError(f"tags{list(at)} = {int(tags[at])} is outside 0..{self.num_states - 1}")
+            raise ValueError(
+                f"tags{list(at)} = {int(tags[at])} is outside 0..{self.num_states - 1}"
+            )
         tags = torch.where(alive, tags, torch.zeros_like(tags))
         prev = torch.cat([torch.zeros_like(tags[..., :1]), tags[..., :-1]], dim=-1)
         b = torch.arange(batch, device=tags.device)[:, None]
@@ -234,13 +245,15 @@ class LinearChainCRF(Distribution):
         """``features [B, pos, prev, cur, F]`` -> ``[B, F]`` expected feature sums (first order)."""
         shape = tuple(self.scores.shape)
         if features.dim() != 5 or tuple(features.shape[:4]) != shape:
-            raise ValueError(f"features must be [{', '.join(map(str, shape))}, F]; got {tuple(features.shape)}")
+            raise ValueError(
+                f"features must be [{', '.join(map(str, shape))}, F]; got {tuple(features.shape)}"
+            )
         features = torch.where(self.mask.unsqueeze(-1), features, torch.zeros_like(features))
         return torch.einsum("bipc,bipcf->bf", self.marginals.to(features.dtype), features)
 
     def _check_other(self, other: LinearChainCRF) -> None:
         if not isinstance(other, LinearChainCRF):
-            raise ValueError(f"other must be a LinearChainCRF; got {type(other).__name__}")
+            raise ValueError(f"other must be a LinearChainCRF; got {type(other).__name__}")  # noqa: TRY004
         if other.scores.shape != self.scores.shape or not torch.equal(other.lengths, self.lengths):
             raise ValueError(
                 f"other must have the same scores shape and lengths; got {tuple(other.scores.shape)} "
@@ -250,7 +263,9 @@ class LinearChainCRF(Distribution):
 
 def _gumbel_argmax(logits: Tensor, generator: torch.Generator | None) -> Tensor:
     """One exact draw per row of ``logits [..., S]`` (Gumbel-max), as ``[...]`` long."""
-    uniform = torch.rand(logits.shape, generator=generator, dtype=torch.float64, device=logits.device)
+    uniform = torch.rand(
+        logits.shape, generator=generator, dtype=torch.float64, device=logits.device
+    )
     gumbel = -torch.log(-torch.log(uniform.clamp_min(1e-300)))
     return (logits.to(torch.float64) + gumbel).argmax(dim=-1)
 
