@@ -14,6 +14,7 @@ against O(n^2 s^3) for Jiao et al.
 from __future__ import annotations
 
 import argparse
+from functools import partial
 
 import torch
 from common import markdown_table, time_call, write_result
@@ -51,11 +52,16 @@ def main() -> None:
         for positions in (10, 25, 50, 100):
             scores = torch.randn(args.batch, positions, states, states, generator=generator)
             lengths = torch.full((args.batch,), positions)
-            fb = time_call(lambda: forward_backward(scores, lengths), repeats=args.repeats)
-            sup = time_call(lambda: supervised_gradient(scores, lengths), repeats=args.repeats)
-            mm = time_call(lambda: entropy_gradient_mann_mccallum(scores, lengths), repeats=args.repeats)
-            auto = time_call(lambda: autograd_gradient(scores, lengths), repeats=args.repeats)
-            jiao = time_call(lambda: entropy_gradient_jiao(scores, lengths), repeats=args.jiao_repeats)
+            fb, sup, mm, auto, jiao = (
+                time_call(partial(fn, scores, lengths), repeats=repeats)
+                for fn, repeats in (
+                    (forward_backward, args.repeats),
+                    (supervised_gradient, args.repeats),
+                    (entropy_gradient_mann_mccallum, args.repeats),
+                    (autograd_gradient, args.repeats),
+                    (entropy_gradient_jiao, args.jiao_repeats),
+                )
+            )
             reference = entropy_gradient_mann_mccallum(scores.double(), lengths)
             error = max(
                 float((fn(scores, lengths).double() - reference).abs().max())
@@ -82,7 +88,9 @@ def main() -> None:
     )
     command = "python experiments/bench_chain_entropy.py"
     if args.batch != 4 or args.repeats != 5 or args.jiao_repeats != 3:
-        command += f" --batch {args.batch} --repeats {args.repeats} --jiao-repeats {args.jiao_repeats}"
+        command += (
+            f" --batch {args.batch} --repeats {args.repeats} --jiao-repeats {args.jiao_repeats}"
+        )
     write_result("chain_entropy.md", "Linear-chain CRF entropy gradient", command, body)
 
 
