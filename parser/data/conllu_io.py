@@ -1,0 +1,282 @@
+"""Reading and writing CoNLL-U.
+
+A :class:`Sentence` keeps the raw lines of its block (comments, multiword tokens, empty nodes) so
+that writing replaces only HEAD/DEPREL (and optionally UPOS) of the syntactic words and leaves
+every other byte as it was. Its ``tokenlist`` is the ``conllu`` library's parse of those lines,
+built on first access: the columns a parser needs are read from the validated raw lines, which
+keeps reading EWT train at about a second (the library's full parse of FEATS/MISC/DEPS would
+triple that, and most runs never look at them).
+
+File-level problems (BOM, CRLF, whitespace-only lines, missing final blank line, an empty file)
+always raise :class:`~parser.data.validate.ConlluError`; ``on_invalid="skip"`` skips only bad
+sentences, counting them with their reasons.
+"""
+
+from __future__ import annotations
+
+import logging
+import numbers
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import IO, Literal
+
+import conllu
+
+from parser.data.validate import ConlluError, check_text, parse_rows
+
+__all__ = ["Sentence", "Treebank", "read_conllu", "read_tokenized", "write_conllu",
+           "format_sentence"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One sentence: its raw lines and the columns of its syntactic words.
+
+    lines:      the raw lines of the block (no newline characters), comments included.
+    forms, lemmas: one string per word (``lemmas`` as written, ``_`` included).
+    upos, deprels: one per word; None where the column is ``_``.
+    heads:      one per word: 0 for ROOT, -1 where unannotated (``_``).
+    path, line: the file and the 1-based line where the sentence starts.
+    word_lines: the 1-based file line of each word; ``word_rows`` its index in ``lines``.
+    """
+
+    lines: list[str]
+    forms: list[str]
+    lemmas: list[str]
+    upos: list[str | None]
+    heads: list[int]
+    deprels: list[str | None]
+    path: str
+    line: int
+    word_lines: list[int]
+    word_rows: list[int]
+
+    def __len__(self) -> int:
+        return len(self.forms)
+
+    @property
+    def is_annotated(self) -> bool:
+        """True when every word has a head."""
+        return -1 not in self.heads
+
+    @cached_property
+    def tokenlist(self) -> conllu.TokenList:
+        """The ``conllu`` parse of all lines: metadata, words, multiword tokens, empty nodes."""
+        return conllu.parse_token_and_metadata("\n".join(self.lines))
+
+    @property
+    def sent_id(self) -> str | None:
+        return self._comment("sent_id")
+
+    @property
+    def text(self) -> str | None:
+        return self._comment("text")
+
+    def _comment(self, key: str) -> str | None:
+        for raw in self.lines:
+            if not raw.startswith("#"):
+                return None
+            name, sep, value = raw[1:].partition("=")
+            if sep and name.strip() == key:
+                return value.strip()
+        return None
+
+
+@dataclass(frozen=True)
+class Treebank:
+    """The sentences read from one file, and the sentences skipped with their reasons."""
+
+    path: str
+    sentences: list[Sentence]
+    skipped: list[ConlluError] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.sentences)
+
+    def __iter__(self) -> Iterator[Sentence]:
+        return iter(self.sentences)
+
+    def __getitem__(self, i: int) -> Sentence:
+        return self.sentences[i]
+
+    @property
+    def n_words(self) -> int:
+        return sum(len(s) for s in self.sentences)
+
+    @property
+    def n_skipped(self) -> int:
+        return len(self.skipped)
+
+
+def read_conllu(path: str | os.PathLike, *, on_invalid: Literal["raise", "skip"] = "raise",
+                require_trees: bool = True, single_root: bool = True) -> Treebank:
+    """Read and validate a CoNLL-U file.
+
+    on_invalid:    ``"raise"`` the first malformed sentence's :class:`ConlluError`, or
+                   ``"skip"`` malformed sentences (counted in ``Treebank.skipped`` and logged).
+    require_trees: every HEAD annotated; False allows ``_`` heads (unlabeled text).
+    single_root:   exactly one word attached to ROOT (UD); False allows several.
+    """
+    if on_invalid not in ("raise", "skip"):
+        raise ValueError(f"on_invalid must be 'raise' or 'skip', got {on_invalid!r}")
+    name = str(path)
+    text = _read_text(path)
+    check_text(text, name)
+    sentences: list[Sentence] = []
+    skipped: list[ConlluError] = []
+    for first_line, lines in _blocks(text):
+        try:
+            rows = parse_rows(lines, path=name, first_line=first_line,
+                              require_trees=require_trees, single_root=single_root)
+        except ConlluError as error:
+            if on_invalid == "raise":
+                raise
+            skipped.append(error)
+            continue
+        sentences.append(Sentence(lines, rows.forms, rows.lemmas, rows.upos, rows.heads,
+                                  rows.deprels, name, first_line, rows.word_lines,
+                                  rows.word_rows))
+    if skipped:
+        log.warning("%s: skipped %d malformed sentence(s) of %d; first: %s", name, len(skipped),
+                    len(skipped) + len(sentences), skipped[0])
+    if not sentences:
+        raise ConlluError(name, 1, f"no valid sentences ({len(skipped)} skipped)")
+    return Treebank(name, sentences, skipped)
+
+
+def read_tokenized(path: str | os.PathLike) -> Treebank:
+    """Read plain text, one whitespace-tokenised sentence per line (blank lines ignored).
+
+    Each sentence gets CoNLL-U lines (``# sent_id``, ``# text``, words with ``_`` elsewhere)
+    so predictions on it can be written with :func:`write_conllu`; heads are all -1.
+    """
+    name = str(path)
+    text = _read_text(path)
+    check_text(text, name, final_blank_line=False)
+    stem = Path(name).stem
+    sentences = []
+    for lineno, raw in enumerate(text.split("\n"), start=1):
+        forms = raw.split()
+        if not forms:
+            continue
+        lines = [f"# sent_id = {stem}-{lineno}", f"# text = {' '.join(forms)}"]
+        lines += [f"{i}\t{form}\t_\t_\t_\t_\t_\t_\t_\t_" for i, form in enumerate(forms, 1)]
+        n = len(forms)
+        sentences.append(Sentence(lines, forms, ["_"] * n, [None] * n, [-1] * n, [None] * n,
+                                  name, lineno, [lineno] * n, list(range(2, n + 2))))
+    if not sentences:
+        raise ConlluError(name, 1, "no sentences: the file has no tokens")
+    return Treebank(name, sentences)
+
+
+def _read_text(path: str | os.PathLike) -> str:
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no such file") from None
+    try:
+        # newline translation off: CRLF must reach check_text, not be silently normalised
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise ConlluError(str(path), line, f"not valid UTF-8 (byte {data[error.start]:#04x})") \
+            from None
+
+
+def _blocks(text: str) -> Iterator[tuple[int, list[str]]]:
+    """(1-based first line, lines) of each blank-line-separated block."""
+    block: list[str] = []
+    start = 1
+    for lineno, raw in enumerate(text.split("\n"), start=1):
+        if raw:
+            if not block:
+                start = lineno
+            block.append(raw)
+        elif block:
+            yield start, block
+            block = []
+    if block:
+        yield start, block
+
+
+def format_sentence(sentence: Sentence, *, heads: Sequence[int] | None = None,
+                    deprels: Sequence[str | None] | None = None,
+                    upos: Sequence[str | None] | None = None, where: str = "sentence") -> str:
+    """The sentence's CoNLL-U block (ending with its blank line), with the given columns of its
+    words replaced (one value per word; None writes ``_``) and every other byte kept."""
+    n = len(sentence)
+    new = {}
+    for column, values in ((6, heads), (7, deprels), (3, upos)):
+        if values is None:
+            continue
+        values = values.tolist() if hasattr(values, "tolist") else list(values)
+        if len(values) != n:
+            raise ValueError(f"{where} ({sentence.path}:{sentence.line}): {len(values)} values "
+                             f"for column {column + 1} but the sentence has {n} words")
+        new[column] = values
+    if 6 in new:
+        for dep, head in enumerate(new[6], start=1):
+            if not isinstance(head, numbers.Integral) or not 0 <= head <= n or head == dep:
+                raise ValueError(f"{where} ({sentence.path}:{sentence.line}): head {head!r} of "
+                                 f"word {dep} is not in 0..{n} or is a self-loop")
+        new[6] = [str(int(h)) for h in new[6]]
+    lines = list(sentence.lines)
+    for i, row in enumerate(sentence.word_rows):
+        cols = lines[row].split("\t")
+        for column, values in new.items():
+            cols[column] = "_" if values[i] is None else str(values[i])
+        lines[row] = "\t".join(cols)
+    return "\n".join(lines) + "\n\n"
+
+
+def write_conllu(sentences: Iterable[Sentence], path_or_stream: str | os.PathLike | IO[str], *,
+                 heads: Sequence[Sequence[int]] | None = None,
+                 deprels: Sequence[Sequence[str | None]] | None = None,
+                 upos: Sequence[Sequence[str | None]] | None = None) -> None:
+    """Write ``sentences`` as CoNLL-U, replacing HEAD / DEPREL / UPOS of the words where given
+    (one sequence per sentence) and keeping everything else byte for byte.
+
+    A path is written atomically (temporary file in the same folder, then rename), so a crash
+    never leaves half a file; a stream is written to directly.
+    """
+    sentences = list(sentences)
+    for name, values in (("heads", heads), ("deprels", deprels), ("upos", upos)):
+        if values is not None and len(values) != len(sentences):
+            raise ValueError(f"write_conllu: {len(values)} {name} for {len(sentences)} sentences")
+
+    def blocks() -> Iterator[str]:
+        for i, sentence in enumerate(sentences):
+            yield format_sentence(sentence, heads=None if heads is None else heads[i],
+                                  deprels=None if deprels is None else deprels[i],
+                                  upos=None if upos is None else upos[i], where=f"sentence {i}")
+
+    if hasattr(path_or_stream, "write"):
+        for block in blocks():
+            path_or_stream.write(block)
+        return
+    target = Path(path_or_stream)
+    descriptor, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
+                                        suffix=".tmp")
+    try:
+        with open(descriptor, "w", encoding="utf-8", newline="") as out:
+            for block in blocks():
+                out.write(block)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
+        os.replace(temp, target)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

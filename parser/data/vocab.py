@@ -1,0 +1,183 @@
+"""Vocabularies: strings to ids, with three reserved ids shared by every vocabulary.
+
+``PAD = 0`` fills padding, ``UNK = 1`` stands for anything unseen in training, ``ROOT = 2`` is the
+token at position 0 of every sentence. Real entries start at ``N_SPECIAL = 3``, ordered by
+decreasing count then alphabetically, so a vocabulary built twice from the same data is the same.
+Relations use the same layout: ids 0..2 are never gold, and a label scorer may mask them.
+
+State dicts are plain lists and dicts so checkpoints stay loadable without this code's classes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from parser.data.conllu_io import Sentence
+
+__all__ = ["Vocab", "Vocabularies", "PAD", "UNK", "ROOT", "N_SPECIAL"]
+
+PAD, UNK, ROOT = 0, 1, 2
+N_SPECIAL = 3
+SPECIALS = ("<pad>", "<unk>", "<root>")
+
+
+class Vocab:
+    """A bijection between strings and ids, with UNK fallback on lookup.
+
+    >>> vocab = Vocab.build({"the": 5, "dog": 2, "cat": 1}, min_freq=2, name="words")
+    >>> vocab.tokens
+    ['<pad>', '<unk>', '<root>', 'the', 'dog']
+    >>> vocab.index("dog"), vocab.index("cat")
+    (4, 1)
+    """
+
+    PAD, UNK, ROOT = PAD, UNK, ROOT
+
+    def __init__(self, tokens: Iterable[str] = (), *, name: str = "vocab") -> None:
+        self.name = name
+        self._tokens = list(SPECIALS)
+        self._ids = {token: i for i, token in enumerate(self._tokens)}
+        for token in tokens:
+            if not isinstance(token, str):
+                raise ValueError(f"vocab {name!r}: entry {token!r} is not a string")
+            if token in self._ids:
+                raise ValueError(f"vocab {name!r}: duplicate entry {token!r}")
+            self._ids[token] = len(self._tokens)
+            self._tokens.append(token)
+
+    @classmethod
+    def build(cls, counts: Mapping[str, int], *, min_freq: int = 1, name: str = "vocab") -> Vocab:
+        """Entries seen at least ``min_freq`` times, most frequent first (ties alphabetical)."""
+        if min_freq < 1:
+            raise ValueError(f"vocab {name!r}: min_freq must be >= 1, got {min_freq}")
+        kept = [t for t, c in counts.items() if c >= min_freq and t not in SPECIALS]
+        kept.sort(key=lambda t: (-counts[t], t))
+        return cls(kept, name=name)
+
+    def __len__(self) -> int:
+        return len(self._tokens)
+
+    def __contains__(self, token: object) -> bool:
+        return token in self._ids
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Vocab) and self._tokens == other._tokens
+
+    def __repr__(self) -> str:
+        return f"Vocab({self.name!r}, {len(self)} entries)"
+
+    @property
+    def tokens(self) -> list[str]:
+        return list(self._tokens)
+
+    def index(self, token: str | None) -> int:
+        """The id of ``token``; UNK when unseen or None."""
+        return self._ids.get(token, UNK)
+
+    def indices(self, tokens: Iterable[str | None]) -> list[int]:
+        get = self._ids.get
+        return [get(t, UNK) for t in tokens]
+
+    def token(self, index: int) -> str:
+        if not 0 <= index < len(self._tokens):
+            raise ValueError(f"vocab {self.name!r}: id {index} out of range 0..{len(self) - 1}")
+        return self._tokens[index]
+
+    def count_unknown(self, tokens: Iterable[str | None]) -> tuple[int, int]:
+        """(number of tokens not in the vocabulary, number of tokens)."""
+        unknown = total = 0
+        for token in tokens:
+            total += 1
+            unknown += token not in self._ids
+        return unknown, total
+
+    def state_dict(self) -> dict:
+        return {"name": self.name, "tokens": list(self._tokens)}
+
+    @classmethod
+    def from_state_dict(cls, state: Mapping) -> Vocab:
+        tokens = list(state.get("tokens", ()))
+        if tuple(tokens[:N_SPECIAL]) != SPECIALS:
+            raise ValueError(f"vocab state {state.get('name')!r}: must start with {SPECIALS}, "
+                             f"got {tokens[:N_SPECIAL]}")
+        return cls(tokens[N_SPECIAL:], name=str(state.get("name", "vocab")))
+
+
+@dataclass(frozen=True)
+class Vocabularies:
+    """Word forms (case kept, frequency cut-off), characters, UPOS tags and relations.
+
+    Relations are kept whole (``nmod:poss``); :meth:`rel_universal_ids` maps each to its
+    universal part for LAS as CoNLL 2018 scores it.
+    """
+
+    words: Vocab
+    chars: Vocab
+    upos: Vocab
+    rels: Vocab
+
+    @classmethod
+    def build(cls, sentences: Iterable[Sentence], *, min_freq: int = 2) -> Vocabularies:
+        """Vocabularies of the training ``sentences``; words need ``min_freq`` occurrences,
+        characters, tags and relations one."""
+        words: Counter[str] = Counter()
+        upos: Counter[str] = Counter()
+        rels: Counter[str] = Counter()
+        for sentence in sentences:
+            words.update(sentence.forms)
+            upos.update(t for t in sentence.upos if t is not None)
+            rels.update(r for r in sentence.deprels if r is not None)
+        chars: Counter[str] = Counter()
+        for form, count in words.items():
+            for char in form:
+                chars[char] += count
+        return cls(Vocab.build(words, min_freq=min_freq, name="words"),
+                   Vocab.build(chars, name="chars"), Vocab.build(upos, name="upos"),
+                   Vocab.build(rels, name="rels"))
+
+    def rel_universal_ids(self) -> Tensor:
+        """``[L]`` long: for each relation id, an id shared by all relations with the same part
+        before ``':'`` (``nmod`` and ``nmod:poss`` get the same); specials map to themselves.
+        Compare ``ids[pred] == ids[gold]`` to score LAS ignoring subtypes."""
+        universal = sorted({t.split(":", 1)[0] for t in self.rels.tokens[N_SPECIAL:]})
+        position = {t: N_SPECIAL + i for i, t in enumerate(universal)}
+        ids = list(range(N_SPECIAL))
+        ids += [position[t.split(":", 1)[0]] for t in self.rels.tokens[N_SPECIAL:]]
+        return torch.tensor(ids, dtype=torch.long)
+
+    def unknown_rates(self, sentences: Iterable[Sentence]) -> dict[str, float]:
+        """Share of word tokens, characters, tags and relations in ``sentences`` unseen in the
+        vocabularies (unannotated tags and relations not counted), for the trainer to log."""
+        counts = {name: [0, 0] for name in ("words", "chars", "upos", "rels")}
+        for sentence in sentences:
+            for name, vocab, tokens in (
+                    ("words", self.words, sentence.forms),
+                    ("chars", self.chars, (c for form in sentence.forms for c in form)),
+                    ("upos", self.upos, (t for t in sentence.upos if t is not None)),
+                    ("rels", self.rels, (r for r in sentence.deprels if r is not None))):
+                unknown, total = vocab.count_unknown(tokens)
+                counts[name][0] += unknown
+                counts[name][1] += total
+        return {name: unknown / total if total else 0.0 for name, (unknown, total) in
+                counts.items()}
+
+    def state_dict(self) -> dict:
+        return {name: getattr(self, name).state_dict() for name in _FIELDS}
+
+    @classmethod
+    def from_state_dict(cls, state: Mapping) -> Vocabularies:
+        missing = [name for name in _FIELDS if name not in state]
+        if missing:
+            raise ValueError(f"vocabularies state: missing {missing}")
+        return cls(*(Vocab.from_state_dict(state[name]) for name in _FIELDS))
+
+    def sizes(self) -> dict[str, int]:
+        return {name: len(getattr(self, name)) for name in _FIELDS}
+
+
+_FIELDS: Sequence[str] = ("words", "chars", "upos", "rels")
