@@ -50,7 +50,9 @@ class BiaffineScorer(nn.Module):
             if value < 3:
                 raise ValueError(f"{name}={value}: a vocabulary holds at least PAD, UNK and ROOT")
         if n_rels < 0 or lstm_layers < 1:
-            raise ValueError(f"n_rels={n_rels}, lstm_layers={lstm_layers}: need n_rels >= 0, lstm_layers >= 1")
+            raise ValueError(
+                f"n_rels={n_rels}, lstm_layers={lstm_layers}: need n_rels >= 0, lstm_layers >= 1"
+            )
         for name, value in (("dropout", dropout), ("word_dropout", word_dropout)):
             if not 0.0 <= value < 1.0:
                 raise ValueError(f"{name}={value}: expected a probability in [0, 1)")
@@ -64,7 +66,11 @@ class BiaffineScorer(nn.Module):
         n_input = word_dim + (upos_dim if use_upos else 0)
         self.input_dropout = nn.Dropout(dropout)
         self.lstm = nn.LSTM(
-            n_input, lstm_hidden, num_layers=lstm_layers, batch_first=True, bidirectional=True,
+            n_input,
+            lstm_hidden,
+            num_layers=lstm_layers,
+            batch_first=True,
+            bidirectional=True,
             dropout=dropout if lstm_layers > 1 else 0.0,
         )
         self.lstm_dropout = nn.Dropout(dropout)
@@ -83,7 +89,9 @@ class BiaffineScorer(nn.Module):
         width = words.shape[1]
         present = torch.arange(width, device=words.device) <= lengths[:, None]  # ROOT and words
         if self.training and self.word_dropout > 0:
-            drop = (torch.rand(words.shape, device=words.device) < self.word_dropout) & batch.word_mask
+            drop = (
+                torch.rand(words.shape, device=words.device) < self.word_dropout
+            ) & batch.word_mask
             words = words.masked_fill(drop, UNK)  # a new tensor: the caller's batch is untouched
 
         x = self.word_embed(words) + self.char_encoder(batch.chars, present)

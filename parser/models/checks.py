@@ -28,9 +28,14 @@ def check_batch(batch: Batch, *, n_words: int, n_upos: int, n_chars: int | None 
     if words.dim() != 2:
         raise ValueError(f"batch.words has shape {tuple(words.shape)}; expected [B, N+1]")
     if upos.shape != words.shape:
-        raise ValueError(f"batch.upos has shape {tuple(upos.shape)}; expected {tuple(words.shape)} like batch.words")
+        raise ValueError(
+            f"batch.upos has shape {tuple(upos.shape)}; "
+            f"expected {tuple(words.shape)} like batch.words"
+        )
     if lengths.shape != words.shape[:1]:
-        raise ValueError(f"batch.lengths has shape {tuple(lengths.shape)}; expected ({words.shape[0]},)")
+        raise ValueError(
+            f"batch.lengths has shape {tuple(lengths.shape)}; expected ({words.shape[0]},)"
+        )
     if words.shape[1] == 0 or bool((lengths < 0).any()) or bool((lengths >= words.shape[1]).any()):
         raise ValueError(
             f"batch.lengths = {lengths.tolist()} must lie in [0, {words.shape[1] - 1}] "
@@ -41,6 +46,7 @@ def check_batch(batch: Batch, *, n_words: int, n_upos: int, n_chars: int | None 
     if n_chars is not None:
         if batch.chars.dim() != 3 or batch.chars.shape[:2] != words.shape:
             raise ValueError(
-                f"batch.chars has shape {tuple(batch.chars.shape)}; expected {tuple(words.shape)} + (C,)"
+                f"batch.chars has shape {tuple(batch.chars.shape)}; "
+                f"expected {tuple(words.shape)} + (C,)"
             )
         check_ids("chars", batch.chars, size=n_chars)

@@ -19,7 +19,7 @@ LABEL_MODES = ("joint", "classifier")
 
 @dataclass(frozen=True)
 class EdgeScores:
-    """arcs: ``[B, dep, head]``; labels: ``[B, dep, head, L]``, or ``None`` for an unlabeled scorer."""
+    """arcs: ``[B, dep, head]``; labels: ``[B, dep, head, L]`` (``None``: an unlabeled scorer)."""
 
     arcs: Tensor
     labels: Tensor | None = None
@@ -43,10 +43,15 @@ def to_output(
             f"edge_scores.labels has shape {tuple(rel_scores.shape)}; expected "
             f"{tuple(arcs.shape)} + (L,) to match edge_scores.arcs"
         )
-    from parser.structs.tree_crf import TreeCRF  # lazy: structs is a sibling layer built in parallel
+    # Imported here, not at the top: structs is a sibling layer, built in parallel.
+    from parser.structs.tree_crf import TreeCRF
 
     if rel_scores is None:
         return ParserOutput(dist=TreeCRF(arcs, lengths, single_root=single_root))
     if labels == "joint":
-        return ParserOutput(dist=TreeCRF(arcs[..., None] + rel_scores, lengths, single_root=single_root))
-    return ParserOutput(dist=TreeCRF(arcs, lengths, single_root=single_root), label_scores=rel_scores)
+        return ParserOutput(
+            dist=TreeCRF(arcs[..., None] + rel_scores, lengths, single_root=single_root)
+        )
+    return ParserOutput(
+        dist=TreeCRF(arcs, lengths, single_root=single_root), label_scores=rel_scores
+    )

@@ -62,7 +62,9 @@ def hash_values(template: int, *values: Tensor | int) -> Tensor:
     return hash_extend(template + 1, *values)
 
 
-def direction_and_distance(width: int, *, device: torch.device | str | None = None) -> tuple[Tensor, Tensor]:
+def direction_and_distance(
+    width: int, *, device: torch.device | str | None = None
+) -> tuple[Tensor, Tensor]:
     """``direction[dep, head]`` (1 when ``head < dep``) and ``distance[dep, head]`` (bin in
     ``[0, N_DISTANCE_BINS)``), both ``[N+1, N+1]`` long."""
     positions = torch.arange(width, device=device)

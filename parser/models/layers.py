@@ -43,7 +43,8 @@ class Biaffine(nn.Module):
 
 
 class Bilinear(nn.Module):
-    """Label scores ``s[b, dep, head, rel] = dep_i^T U_rel head_j + w_rel . [dep_i; head_j] + b_rel``."""
+    """Label scores ``s[b, dep, head, rel] = dep_i^T U_rel head_j + w_rel.[dep_i; head_j] + b_rel``
+    for dependent ``i`` and head ``j``."""
 
     def __init__(self, n_in: int, n_labels: int) -> None:
         super().__init__()
@@ -58,7 +59,11 @@ class Bilinear(nn.Module):
         batch, width, n_in = dep.shape
         n_labels = self.weight.shape[0]
         # dep_i^T U_l for every (i, l), then one batched matmul with the heads.
-        left = torch.einsum("bid,lde->bile", dep, self.weight).reshape(batch, width * n_labels, n_in)
-        bilinear = (left @ head.transpose(1, 2)).reshape(batch, width, n_labels, width).transpose(2, 3)
+        left = torch.einsum("bid,lde->bile", dep, self.weight).reshape(
+            batch, width * n_labels, n_in
+        )
+        bilinear = (
+            (left @ head.transpose(1, 2)).reshape(batch, width, n_labels, width).transpose(2, 3)
+        )
         linear = (dep @ self.dep_weight)[:, :, None, :] + (head @ self.head_weight)[:, None, :, :]
         return bilinear + linear + self.bias

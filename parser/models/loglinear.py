@@ -21,7 +21,9 @@ from parser.models.features import (
 
 # Label templates, each conjoined with the relation: bias, (hp), (dp), (hp, dp),
 # (hp, dp, direction), (direction, distance), (hw), (dw).
-LABEL_BIAS, LABEL_HP, LABEL_DP, LABEL_PAIR, LABEL_PAIR_DIR, LABEL_DIST, LABEL_HW, LABEL_DW = range(8)
+LABEL_BIAS, LABEL_HP, LABEL_DP, LABEL_PAIR, LABEL_PAIR_DIR, LABEL_DIST, LABEL_HW, LABEL_DW = range(
+    8
+)
 
 
 class LogLinearScorer(nn.Module):
@@ -66,7 +68,9 @@ class LogLinearScorer(nn.Module):
     def forward(self, batch: Batch) -> EdgeScores:
         """arcs ``[B, dep, head]``; labels ``[B, dep, head, L]`` or ``None``."""
         check_batch(batch, n_words=self.n_words, n_upos=self.n_upos)
-        direction, distance = direction_and_distance(batch.words.shape[1], device=batch.words.device)
+        direction, distance = direction_and_distance(
+            batch.words.shape[1], device=batch.words.device
+        )
         arcs = self.arc_scores(batch, direction=direction, distance=distance)
         labels = None
         if self.label_weights is not None:
@@ -85,12 +89,16 @@ class LogLinearScorer(nn.Module):
         for template, names in enumerate(ARC_TEMPLATES):  # a loop over templates, not tokens
             plain = hash_values(template, *(sources[name] for name in names))
             conjoined = hash_extend(plain, direction, distance)
-            scores = scores + self._weight(self.weights, plain) + self._weight(self.weights, conjoined)
+            scores = (
+                scores + self._weight(self.weights, plain) + self._weight(self.weights, conjoined)
+            )
 
         # (hp, t, dp) for each UPOS t, weighted by how many words between carry t.
         counts = between_counts(batch.upos, batch.lengths, n_upos=self.n_upos)
         tags = torch.arange(self.n_upos, device=batch.words.device)
-        plain = hash_values(BETWEEN_TEMPLATE, sources["hp"][..., None], tags, sources["dp"][..., None])
+        plain = hash_values(
+            BETWEEN_TEMPLATE, sources["hp"][..., None], tags, sources["dp"][..., None]
+        )
         conjoined = hash_extend(plain, direction[..., None], distance[..., None])
         weights = self._weight(self.weights, plain) + self._weight(self.weights, conjoined)
         return scores + (weights * counts).sum(-1)
@@ -115,7 +123,9 @@ class LogLinearScorer(nn.Module):
             + self._weight(table, hash_values(LABEL_PAIR_DIR, t_head, t_dep, dirs[:, None], rels))
         )
         bins = torch.arange(N_DISTANCE_BINS, device=device)
-        dist_table = self._weight(table, hash_values(LABEL_DIST, dirs[:, None, None], bins[:, None], rels))
+        dist_table = self._weight(
+            table, hash_values(LABEL_DIST, dirs[:, None, None], bins[:, None], rels)
+        )
 
         head_tag, dep_tag = batch.upos[:, None, :], batch.upos[:, :, None]
         scores = pos_table[head_tag, dep_tag, direction] + dist_table[direction, distance]

@@ -1,4 +1,4 @@
-"""Slow, per-arc Python reference of the log-linear scorer: plain ints, no tensors, no broadcasting."""
+"""Slow, per-arc Python reference of the log-linear scorer: plain ints, no tensors."""
 
 from __future__ import annotations
 
@@ -28,14 +28,27 @@ def distance_bin(d: int) -> int:
     return next((i for i, edge in enumerate(DISTANCE_EDGES) if d <= edge), len(DISTANCE_EDGES))
 
 
-def sources(words: list[int], upos: list[int], n: int, n_upos: int, h: int, d: int) -> dict[str, int]:
-    tag = lambda i: upos[i] if 0 <= i <= n else n_upos  # noqa: E731  (BOUNDARY outside 0..n)
-    return {"hw": words[h], "hp": upos[h], "hp-1": tag(h - 1), "hp+1": tag(h + 1),
-            "dw": words[d], "dp": upos[d], "dp-1": tag(d - 1), "dp+1": tag(d + 1)}
+def sources(
+    words: list[int], upos: list[int], n: int, n_upos: int, h: int, d: int
+) -> dict[str, int]:
+    def tag(i: int) -> int:  # BOUNDARY (= n_upos) outside 0..n
+        return upos[i] if 0 <= i <= n else n_upos
+
+    return {
+        "hw": words[h],
+        "hp": upos[h],
+        "hp-1": tag(h - 1),
+        "hp+1": tag(h + 1),
+        "dw": words[d],
+        "dp": upos[d],
+        "dp-1": tag(d - 1),
+        "dp+1": tag(d + 1),
+    }
 
 
-def arc_score(weights: list[float], words: list[int], upos: list[int], n: int, n_upos: int,
-              d: int, h: int) -> float:
+def arc_score(
+    weights: list[float], words: list[int], upos: list[int], n: int, n_upos: int, d: int, h: int
+) -> float:
     src = sources(words, upos, n, n_upos, h, d)
     direction, dist = int(h < d), distance_bin(abs(d - h))
     features = []
@@ -48,8 +61,9 @@ def arc_score(weights: list[float], words: list[int], upos: list[int], n: int, n
     return sum(weights[f % len(weights)] for f in features)
 
 
-def label_score(weights: list[float], words: list[int], upos: list[int], d: int, h: int,
-                rel: int) -> float:
+def label_score(
+    weights: list[float], words: list[int], upos: list[int], d: int, h: int, rel: int
+) -> float:
     direction, dist = int(h < d), distance_bin(abs(d - h))
     features = [
         py_hash(0, rel),

@@ -6,18 +6,44 @@ import torch
 from parser.data.batch import Batch
 from parser.models import BiaffineScorer
 from parser.models.char_encoder import CharLSTM
-from tests.models.batches import N_CHARS, N_RELS, N_UPOS, N_WORDS, random_batch, single, with_noisy_padding
+from tests.models.batches import (
+    N_CHARS,
+    N_RELS,
+    N_UPOS,
+    N_WORDS,
+    random_batch,
+    single,
+    with_noisy_padding,
+)
 
 LENGTHS = [4, 1, 7, 3]
 
 
-def small_model(*, n_rels: int = N_RELS, seed: int = 0, dropout: float = 0.33,
-                word_dropout: float = 0.25, use_upos: bool = True) -> BiaffineScorer:
+def small_model(
+    *,
+    n_rels: int = N_RELS,
+    seed: int = 0,
+    dropout: float = 0.33,
+    word_dropout: float = 0.25,
+    use_upos: bool = True,
+) -> BiaffineScorer:
     torch.manual_seed(seed)
     return BiaffineScorer(
-        n_words=N_WORDS, n_chars=N_CHARS, n_upos=N_UPOS, n_rels=n_rels, word_dim=16, char_dim=8,
-        char_hidden=8, use_upos=use_upos, upos_dim=8, lstm_hidden=16, lstm_layers=2, arc_mlp=12,
-        rel_mlp=6, dropout=dropout, word_dropout=word_dropout,
+        n_words=N_WORDS,
+        n_chars=N_CHARS,
+        n_upos=N_UPOS,
+        n_rels=n_rels,
+        word_dim=16,
+        char_dim=8,
+        char_hidden=8,
+        use_upos=use_upos,
+        upos_dim=8,
+        lstm_hidden=16,
+        lstm_layers=2,
+        arc_mlp=12,
+        rel_mlp=6,
+        dropout=dropout,
+        word_dropout=word_dropout,
     )
 
 
@@ -71,8 +97,12 @@ def test_word_dropout_replaces_real_words_by_unk_and_leaves_the_batch_alone() ->
     torch.manual_seed(11)
     drop = (torch.rand(batch.words.shape) < 0.5) & batch.word_mask
     assert drop.any()
-    dropped = Batch(words=batch.words.masked_fill(drop, 1), chars=batch.chars, upos=batch.upos,
-                    lengths=batch.lengths)
+    dropped = Batch(
+        words=batch.words.masked_fill(drop, 1),
+        chars=batch.chars,
+        upos=batch.upos,
+        lengths=batch.lengths,
+    )
     with torch.no_grad():
         expected = model.eval()(dropped).arcs
     torch.testing.assert_close(trained.detach(), expected)
@@ -113,8 +143,19 @@ def test_bad_input_names_the_tensor() -> None:
     with pytest.raises(ValueError, match=r"batch\.words\[1, 2\] = 30"):
         model(Batch(words=words, chars=batch.chars, upos=batch.upos, lengths=batch.lengths))
     with pytest.raises(ValueError, match="batch.lengths"):
-        model(Batch(words=batch.words, chars=batch.chars, upos=batch.upos, lengths=torch.tensor([4, 2])))
+        model(
+            Batch(
+                words=batch.words, chars=batch.chars, upos=batch.upos, lengths=torch.tensor([4, 2])
+            )
+        )
     with pytest.raises(ValueError, match="batch.chars"):
-        model(Batch(words=batch.words, chars=batch.chars[:, :, 0], upos=batch.upos, lengths=batch.lengths))
+        model(
+            Batch(
+                words=batch.words,
+                chars=batch.chars[:, :, 0],
+                upos=batch.upos,
+                lengths=batch.lengths,
+            )
+        )
     with pytest.raises(ValueError, match="n_words"):
         BiaffineScorer(n_words=2, n_chars=5, n_upos=5, n_rels=1)

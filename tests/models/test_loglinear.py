@@ -13,8 +13,14 @@ LENGTHS = [5, 1, 12, 3]
 
 def random_model(*, n_rels: int = N_RELS, seed: int = 0, sparse: bool = False) -> LogLinearScorer:
     # Small tables so the reference loops stay cheap (collisions are fine: both sides share them).
-    model = LogLinearScorer(n_words=N_WORDS, n_upos=N_UPOS, n_rels=n_rels, n_buckets=4099,
-                            n_label_buckets=1031, sparse=sparse)
+    model = LogLinearScorer(
+        n_words=N_WORDS,
+        n_upos=N_UPOS,
+        n_rels=n_rels,
+        n_buckets=4099,
+        n_label_buckets=1031,
+        sparse=sparse,
+    )
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for parameter in model.parameters():
@@ -51,7 +57,9 @@ def test_vectorised_scores_equal_the_per_arc_reference() -> None:
                 assert out.arcs[b, d, h].item() == pytest.approx(expected, rel=1e-5, abs=1e-4)
                 for rel in range(N_RELS):
                     expected = ref.label_score(label_weights, words, upos, d, h, rel)
-                    assert out.labels[b, d, h, rel].item() == pytest.approx(expected, rel=1e-5, abs=1e-4)
+                    assert out.labels[b, d, h, rel].item() == pytest.approx(
+                        expected, rel=1e-5, abs=1e-4
+                    )
 
 
 def test_between_counts_by_hand() -> None:
@@ -115,6 +123,8 @@ def test_bad_input_names_the_tensor() -> None:
     upos = batch.upos.clone()
     upos[0, 3] = -1
     with pytest.raises(ValueError, match=r"batch\.upos\[0, 3\] = -1"):
-        random_model()(type(batch)(words=batch.words, chars=batch.chars, upos=upos, lengths=batch.lengths))
+        random_model()(
+            type(batch)(words=batch.words, chars=batch.chars, upos=upos, lengths=batch.lengths)
+        )
     with pytest.raises(ValueError, match="n_buckets"):
         LogLinearScorer(n_words=N_WORDS, n_upos=N_UPOS, n_rels=1, n_buckets=0)
