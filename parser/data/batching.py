@@ -20,7 +20,7 @@ from parser.data.batch import Batch
 from parser.data.conllu_io import Sentence
 from parser.data.vocab import PAD, ROOT, Vocabularies
 
-__all__ = ["EncodedSentence", "encode", "encode_all", "collate", "BucketBatcher"]
+__all__ = ["BucketBatcher", "EncodedSentence", "collate", "encode", "encode_all"]
 
 log = logging.getLogger(__name__)
 

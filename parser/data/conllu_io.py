@@ -28,8 +28,14 @@ import conllu
 
 from parser.data.validate import ConlluError, check_text, parse_rows
 
-__all__ = ["Sentence", "Treebank", "read_conllu", "read_tokenized", "write_conllu",
-           "format_sentence"]
+__all__ = [
+    "Sentence",
+    "Treebank",
+    "format_sentence",
+    "read_conllu",
+    "read_tokenized",
+    "write_conllu",
+]
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["KNOWN_TREEBANKS", "SPLITS", "resolve_ud_root", "treebank_file", "available_treebanks"]
+__all__ = ["KNOWN_TREEBANKS", "SPLITS", "available_treebanks", "resolve_ud_root", "treebank_file"]
 
 KNOWN_TREEBANKS = ("en_ewt", "de_gsd", "fi_tdt", "fr_gsd", "ar_padt")
 SPLITS = ("train", "dev", "test")

@@ -19,7 +19,7 @@ from torch import Tensor
 
 from parser.data.conllu_io import Sentence
 
-__all__ = ["Vocab", "Vocabularies", "PAD", "UNK", "ROOT", "N_SPECIAL"]
+__all__ = ["N_SPECIAL", "PAD", "ROOT", "UNK", "Vocab", "Vocabularies"]
 
 PAD, UNK, ROOT = 0, 1, 2
 N_SPECIAL = 3
@@ -44,7 +44,7 @@ class Vocab:
         self._ids = {token: i for i, token in enumerate(self._tokens)}
         for token in tokens:
             if not isinstance(token, str):
-                raise ValueError(f"vocab {name!r}: entry {token!r} is not a string")
+                raise TypeError(f"vocab {name!r}: entry {token!r} is not a string")
             if token in self._ids:
                 raise ValueError(f"vocab {name!r}: duplicate entry {token!r}")
             self._ids[token] = len(self._tokens)
