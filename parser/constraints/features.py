@@ -1,0 +1,145 @@
+"""A validated set of GE constraints bound to a UPOS vocabulary, vectorised into sparse arc
+features for a batch.
+
+For constraint ``k`` and sentence ``b`` the feature fires on arc ``(dep, head)`` when the child
+``dep`` has a UPOS in ``child_k`` and the head satisfies the parent, direction and distance of the
+constraint. The model value of the constraint is ``E[# firing arcs] / # words with a child UPOS``,
+so ``counts[b, k]`` (that number of words) is its normaliser.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from parser.constraints.spec import Constraint, ConstraintSpecError
+
+
+@dataclass(frozen=True)
+class ConstraintFeatures:
+    """Sparse constraint features of one batch, in the format of ``TreeCRF.expect_sparse``.
+
+    arc_index:   ``[M, 3]`` long, rows ``(b, dep, head)`` of the arcs on which a feature fires.
+    feature_ids: ``[M]`` long, the constraint index of each row.
+    values:      ``[M]`` float, the feature value (1.0 for indicator constraints).
+    n_features:  number of constraints ``K``.
+    counts:      ``[B, K]`` float, words of each sentence whose UPOS is a child UPOS of ``k``.
+    """
+
+    arc_index: Tensor
+    feature_ids: Tensor
+    values: Tensor
+    n_features: int
+    counts: Tensor
+
+
+class ConstraintSet:
+    """Constraints bound to the UPOS id -> name list of a vocabulary.
+
+    Tags of the spec that the vocabulary lacks are kept: such a constraint never fires and its
+    normaliser is 0 (objectives skip constraints with no child word).
+    """
+
+    def __init__(
+        self, constraints: Sequence[Constraint], upos_names: Sequence[str], *, source: str = "<spec>"
+    ) -> None:
+        if not constraints:
+            raise ConstraintSpecError(f"{source}: a constraint set needs at least one constraint")
+        self.constraints = tuple(constraints)
+        self.upos_names = tuple(upos_names)
+        self.source = source
+        ids = {name: i for i, name in enumerate(self.upos_names)}
+        vocab_size = max(len(self.upos_names), 1)
+
+        def table(tags: Sequence[str] | None) -> Tensor:
+            # [V] bool: which UPOS ids belong to ``tags`` (all ids when tags is None).
+            if tags is None:
+                return torch.ones(vocab_size, dtype=torch.bool)
+            row = torch.zeros(vocab_size, dtype=torch.bool)
+            for tag in tags:
+                if tag in ids:
+                    row[ids[tag]] = True
+            return row
+
+        self._child = torch.stack([table(c.child) for c in self.constraints])  # [K, V]
+        self._parent = torch.stack(
+            [table(None if c.to_root else c.parent) for c in self.constraints]
+        )  # [K, V]
+
+    def __len__(self) -> int:
+        return len(self.constraints)
+
+    def __repr__(self) -> str:
+        return f"ConstraintSet({len(self)} constraints from {self.source})"
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.constraints]
+
+    @property
+    def targets(self) -> Tensor:
+        """``[K]`` float64 target proportions."""
+        return torch.tensor([c.target for c in self.constraints], dtype=torch.float64)
+
+    def features(self, upos: Tensor, lengths: Tensor) -> ConstraintFeatures:
+        """Vectorise the constraints for a batch.
+
+        upos:    ``[B, N+1]`` UPOS ids (position 0 is ROOT and is never a child).
+        lengths: ``[B]`` words per sentence.
+        """
+        if upos.dim() != 2 or lengths.dim() != 1 or upos.shape[0] != lengths.shape[0]:
+            raise ValueError(
+                f"upos must be [B, N+1] and lengths [B]; got {tuple(upos.shape)} and {tuple(lengths.shape)}"
+            )
+        if bool((lengths > upos.shape[1] - 1).any()) or bool((lengths < 0).any()):
+            raise ValueError(f"lengths {lengths.tolist()} do not fit upos of width {upos.shape[1]}")
+        if upos.numel() and (int(upos.min()) < 0 or int(upos.max()) >= self._child.shape[1]):
+            raise ValueError(
+                f"upos ids must lie in [0, {self._child.shape[1]}) (the UPOS vocabulary of "
+                f"{self.source}); got range [{int(upos.min())}, {int(upos.max())}]"
+            )
+        device = upos.device
+        size = upos.shape[1]
+        positions = torch.arange(size, device=device)
+        is_word = (positions > 0) & (positions <= lengths[:, None])  # [B, N+1]
+        child = self._child.to(device)[:, upos] & is_word  # [K, B, N+1]
+        parent_word = self._parent.to(device)[:, upos] & is_word  # [K, B, N+1]
+        offset = positions[None, :] - positions[:, None]  # [dep, head]: head - dep
+        rows, feature_ids = [], []
+        for k, constraint in enumerate(self.constraints):
+            if constraint.to_root:
+                head_ok = (positions == 0).expand(upos.shape[0], size)  # [B, head]
+                geometry = torch.ones(size, size, dtype=torch.bool, device=device)
+            else:
+                head_ok = parent_word[k]
+                geometry = _geometry(offset, constraint)  # [dep, head]
+            fires = child[k][:, :, None] & head_ok[:, None, :] & geometry  # [B, dep, head]
+            index = fires.nonzero()
+            rows.append(index)
+            feature_ids.append(torch.full((index.shape[0],), k, dtype=torch.long, device=device))
+        arc_index = torch.cat(rows)
+        return ConstraintFeatures(
+            arc_index=arc_index,
+            feature_ids=torch.cat(feature_ids),
+            values=torch.ones(arc_index.shape[0], device=device),
+            n_features=len(self),
+            counts=child.sum(-1).transpose(0, 1).to(torch.get_default_dtype()),
+        )
+
+
+def _geometry(offset: Tensor, constraint: Constraint) -> Tensor:
+    """``[dep, head]`` bool: direction and distance of the constraint (self-loops excluded)."""
+    ok = offset != 0
+    if constraint.direction == "left":
+        ok = ok & (offset < 0)
+    elif constraint.direction == "right":
+        ok = ok & (offset > 0)
+    if constraint.distance is not None:
+        low, high = constraint.distance
+        ok = ok & (offset.abs() >= low)
+        if high is not None:
+            ok = ok & (offset.abs() <= high)
+    return ok

@@ -1,0 +1,169 @@
+"""GE constraints as data: one ``Constraint`` per (child UPOS, parent UPOS or ROOT, direction,
+distance) pattern with a target probability, parsed and validated from a YAML spec.
+
+A constraint reads, as in Druck, Mann & McCallum (2009): "of the words whose UPOS is in ``child``,
+a proportion ``target`` has a head that satisfies the rest". The rest is:
+
+- ``parent``: a UPOS tag or list of tags, ``ROOT`` (the word is the root of the tree), or omitted
+  (any word, ROOT excluded);
+- ``direction``: ``left`` (the head precedes the child), ``right`` (the head follows the child) or
+  ``any`` (default); not allowed with ``ROOT``;
+- ``distance``: ``|head - child|``, an integer or an inclusive bucket ``[low, high]`` with ``high``
+  null for unbounded; not allowed with ``ROOT``.
+
+The YAML file is either a list of constraints or a mapping with a ``constraints`` list (and
+optionally ``name`` and ``description``)::
+
+    name: example
+    constraints:
+      - {child: DET, parent: [NOUN, PROPN], target: 0.75}
+      - {child: CCONJ, direction: right, target: 0.9}
+      - {child: PUNCT, parent: ROOT, target: 0.0}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+UPOS_TAGS: tuple[str, ...] = (
+    "ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM",
+    "PART", "PRON", "PROPN", "PUNCT", "SCONJ", "SYM", "VERB", "X",
+)  # fmt: skip
+ROOT = "ROOT"
+DIRECTIONS = ("left", "right", "any")
+_KEYS = {"child", "parent", "direction", "distance", "target", "name", "note"}
+
+
+class ConstraintSpecError(ValueError):
+    """A constraint spec that cannot be used; the message names the file and the constraint."""
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """One GE constraint (see the module docstring for the meaning of each field).
+
+    child:     UPOS tags of the constrained words.
+    parent:    UPOS tags of the head, ``("ROOT",)`` for the root, ``None`` for any word.
+    direction: ``"left"`` (head precedes child), ``"right"`` (head follows) or ``"any"``.
+    distance:  inclusive ``(low, high)`` bucket of ``|head - child|``, ``high`` None = unbounded;
+               ``None`` = any distance.
+    target:    the expected proportion, in ``[0, 1]``.
+    """
+
+    child: tuple[str, ...]
+    parent: tuple[str, ...] | None
+    target: float
+    direction: str = "any"
+    distance: tuple[int, int | None] | None = None
+    name: str = ""
+
+    @property
+    def to_root(self) -> bool:
+        return self.parent == (ROOT,)
+
+    def describe(self) -> str:
+        """A short readable name such as ``DET->NOUN|PROPN`` or ``CCONJ->*:right``."""
+        parent = "*" if self.parent is None else "|".join(self.parent)
+        text = f"{'|'.join(self.child)}->{parent}"
+        if self.direction != "any":
+            text += f":{self.direction}"
+        if self.distance is not None:
+            low, high = self.distance
+            text += f":d{low}-{'' if high is None else high}"
+        return text
+
+
+def _tags(value: object, *, where: str, field: str, allow_root: bool) -> tuple[str, ...]:
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, Sequence) or isinstance(items, str) or not items:
+        raise ConstraintSpecError(f"{where}: {field} must be a UPOS tag or a non-empty list, got {value!r}")
+    tags = []
+    for tag in items:
+        if allow_root and tag == ROOT:
+            tags.append(tag)
+        elif tag not in UPOS_TAGS:
+            known = ", ".join(UPOS_TAGS) + (", ROOT" if allow_root else "")
+            raise ConstraintSpecError(f"{where}: unknown UPOS {tag!r} in {field} (known: {known})")
+        else:
+            tags.append(tag)
+    if ROOT in tags and len(tags) > 1:
+        raise ConstraintSpecError(f"{where}: parent ROOT cannot be mixed with UPOS tags: {value!r}")
+    if len(set(tags)) != len(tags):
+        raise ConstraintSpecError(f"{where}: repeated tag in {field}: {value!r}")
+    return tuple(tags)
+
+
+def _distance(value: object, *, where: str) -> tuple[int, int | None] | None:
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        low, high = value, value
+    elif isinstance(value, Sequence) and not isinstance(value, str) and len(value) == 2:
+        low, high = value
+    else:
+        raise ConstraintSpecError(f"{where}: distance must be an integer or [low, high], got {value!r}")
+    ints = isinstance(low, int) and (high is None or isinstance(high, int))
+    if not ints or low < 1 or (high is not None and high < low):
+        raise ConstraintSpecError(
+            f"{where}: distance bucket must satisfy 1 <= low <= high (high may be null), got {value!r}"
+        )
+    return (low, high)
+
+
+def parse_constraint(entry: object, *, where: str) -> Constraint:
+    """One YAML mapping -> a validated ``Constraint``; ``where`` names it in error messages."""
+    if not isinstance(entry, Mapping):
+        raise ConstraintSpecError(f"{where}: a constraint must be a mapping, got {entry!r}")
+    unknown = sorted(set(entry) - _KEYS)
+    if unknown:
+        raise ConstraintSpecError(f"{where}: unknown keys {unknown} (known: {sorted(_KEYS)})")
+    if "child" not in entry or "target" not in entry:
+        raise ConstraintSpecError(f"{where}: 'child' and 'target' are required")
+    child = _tags(entry["child"], where=where, field="child", allow_root=False)
+    parent = entry.get("parent")
+    parent = None if parent is None else _tags(parent, where=where, field="parent", allow_root=True)
+    direction = entry.get("direction", "any")
+    if direction not in DIRECTIONS:
+        raise ConstraintSpecError(f"{where}: direction must be one of {DIRECTIONS}, got {direction!r}")
+    distance = _distance(entry.get("distance"), where=where)
+    if parent == (ROOT,) and (direction != "any" or distance is not None):
+        raise ConstraintSpecError(f"{where}: direction and distance do not apply to parent ROOT")
+    target = entry["target"]
+    if isinstance(target, bool) or not isinstance(target, (int, float)) or not 0.0 <= target <= 1.0:
+        raise ConstraintSpecError(f"{where}: target must be a number in [0, 1], got {target!r}")
+    constraint = Constraint(child, parent, float(target), direction, distance)
+    name = entry.get("name") or constraint.describe()
+    return Constraint(child, parent, float(target), direction, distance, str(name))
+
+
+def parse_spec(data: object, *, source: str) -> tuple[Constraint, ...]:
+    """A loaded YAML document (list, or mapping with ``constraints``) -> validated constraints."""
+    if isinstance(data, Mapping):
+        unknown = sorted(set(data) - {"name", "description", "constraints"})
+        if unknown:
+            raise ConstraintSpecError(f"{source}: unknown top-level keys {unknown}")
+        data = data.get("constraints")
+    if not isinstance(data, Sequence) or isinstance(data, str) or not data:
+        raise ConstraintSpecError(f"{source}: expected a non-empty list of constraints")
+    constraints = tuple(
+        parse_constraint(entry, where=f"{source}: constraint {i}") for i, entry in enumerate(data)
+    )
+    names = [c.name for c in constraints]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ConstraintSpecError(f"{source}: duplicate constraint names {duplicates}")
+    return constraints
+
+
+def read_spec(path: str | Path) -> tuple[Constraint, ...]:
+    """Read and validate a YAML constraint file."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        raise ConstraintSpecError(f"{path}: not valid YAML: {error}") from error
+    return parse_spec(data, source=str(path))

@@ -1,0 +1,79 @@
+"""Constraint spec validation: clear errors naming the file and the constraint."""
+
+from __future__ import annotations
+
+import pytest
+
+from parser.constraints import ConstraintSpecError, load_constraints, parse_spec, read_spec
+
+NAMES = ["<pad>", "<unk>", "<root>", "DET", "NOUN", "VERB"]
+
+
+def write(tmp_path, text, name="spec.yaml"):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_valid_file_parses_every_field(tmp_path):
+    path = write(
+        tmp_path,
+        "name: mine\nconstraints:\n"
+        "  - {child: DET, parent: [NOUN, PROPN], direction: right, distance: [1, 3], target: 0.75}\n"
+        "  - {child: VERB, parent: ROOT, target: 0.5, name: verb-root}\n"
+        "  - {child: [ADP, SCONJ], distance: [2, null], target: 0}\n",
+    )
+    first, second, third = read_spec(path)
+    assert first.child == ("DET",) and first.parent == ("NOUN", "PROPN")
+    assert first.direction == "right" and first.distance == (1, 3) and first.target == 0.75
+    assert first.name == "DET->NOUN|PROPN:right:d1-3"
+    assert second.to_root and second.name == "verb-root"
+    assert third.parent is None and third.distance == (2, None) and third.name == "ADP|SCONJ->*:d2-"
+    constraint_set = load_constraints(path, NAMES)
+    assert len(constraint_set) == 3 and constraint_set.targets.tolist() == [0.75, 0.5, 0.0]
+
+
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        ("{child: DETT, target: 0.5}", r"constraint 0: unknown UPOS 'DETT' in child"),
+        ("{child: DET, parent: NOUNS, target: 0.5}", r"unknown UPOS 'NOUNS' in parent"),
+        ("{child: DET, parent: NOUN, target: 1.5}", r"target must be a number in \[0, 1\], got 1.5"),
+        ("{child: DET, parent: NOUN, target: -0.1}", r"target must be a number in \[0, 1\]"),
+        ("{child: DET, parent: NOUN}", r"'child' and 'target' are required"),
+        ("{child: DET, target: 0.5, direction: up}", r"direction must be one of"),
+        ("{child: DET, target: 0.5, distance: [3, 1]}", r"distance bucket"),
+        ("{child: DET, parent: ROOT, direction: left, target: 0.5}", r"do not apply to parent ROOT"),
+        ("{child: DET, parent: [ROOT, NOUN], target: 0.5}", r"ROOT cannot be mixed"),
+        ("{child: DET, target: 0.5, weight: 2}", r"unknown keys \['weight'\]"),
+        ("{child: ROOT, target: 0.5}", r"unknown UPOS 'ROOT' in child"),
+    ],
+)
+def test_bad_constraints_name_the_file_and_entry(tmp_path, entry, message):
+    path = write(tmp_path, f"constraints:\n  - {{child: NOUN, target: 0.1}}\n  - {entry}\n", "bad.yaml")
+    with pytest.raises(ConstraintSpecError, match=message.replace("constraint 0", "constraint 1")) as error:
+        read_spec(path)
+    assert "bad.yaml" in str(error.value)
+
+
+def test_bad_documents(tmp_path):
+    with pytest.raises(ConstraintSpecError, match="not valid YAML"):
+        read_spec(write(tmp_path, "constraints: [\n"))
+    with pytest.raises(ConstraintSpecError, match="non-empty list"):
+        read_spec(write(tmp_path, "constraints: []\n"))
+    with pytest.raises(ConstraintSpecError, match="unknown top-level keys"):
+        read_spec(write(tmp_path, "constraint: []\n"))
+    with pytest.raises(ConstraintSpecError, match="duplicate constraint names"):
+        parse_spec([{"child": "DET", "target": 0.1}, {"child": "DET", "target": 0.2}], source="x")
+    with pytest.raises(ValueError, match="not a built-in set"):
+        load_constraints("no_such_set", NAMES)
+
+
+def test_features_reject_bad_upos_ids():
+    import torch
+
+    constraint_set = load_constraints("ud_universal", NAMES)
+    with pytest.raises(ValueError, match="upos ids must lie in"):
+        constraint_set.features(torch.tensor([[2, 9]]), torch.tensor([1]))
+    with pytest.raises(ValueError, match="do not fit"):
+        constraint_set.features(torch.tensor([[2, 3]]), torch.tensor([2]))
