@@ -1,0 +1,123 @@
+"""Generalized expectation (Druck, Mann & McCallum 2009): make the model's expected proportions
+of constrained attachments match target proportions.
+
+For constraint ``k`` (see ``parser.constraints``) the model value is
+``m_k = E[# arcs firing k] / # words with a child UPOS of k``, the expectations from the CRF's
+sparse first-order ``expect`` (exact gradient by autograd, Zmigrod et al. 2021), summed over the
+batch (``aggregate="batch"``) or over every unlabeled sentence seen so far (``"corpus"``: a cache of
+detached per-sentence vectors indexed by ``batch.index``, the current batch's entries replaced by
+their live values). The loss compares ``m`` with the targets ``t`` over the constraints that have
+at least one child word: ``sum_k (t_k - m_k)^2`` (``criterion="squared"``, Druck et al.) or
+``sum_k KL(Bernoulli(t_k) || Bernoulli(m_k))`` (``"kl"``). It is a sum over constraints, not a
+per-word quantity: proportions are already normalised.
+
+A distributed trainer calls ``aggregate_of`` on each replica, all-reduces ``expected`` and
+``counts`` (with a differentiable all-reduce), then ``loss_of``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import torch
+from torch import Tensor
+
+from parser.objectives.base import Output, ParserOutput
+from parser.objectives.ge_cache import ExpectationCache
+
+if TYPE_CHECKING:
+    from parser.constraints import ConstraintSet
+    from parser.data.batch import Batch
+
+CRITERIA = ("squared", "kl")
+AGGREGATES = ("batch", "corpus")
+
+
+@dataclass(frozen=True)
+class GEAggregate:
+    """Totals over the aggregate (batch or corpus), float64.
+
+    expected: ``[K]`` expected number of firing arcs (live: carries the gradient).
+    counts:   ``[K]`` number of child words (the normalisers).
+    """
+
+    expected: Tensor
+    counts: Tensor
+
+
+@dataclass(frozen=True)
+class GeneralizedExpectation:
+    """GE criterion over ``constraints`` (a ``parser.constraints.ConstraintSet``).
+
+    criterion: ``"squared"`` or ``"kl"``; aggregate: ``"batch"`` or ``"corpus"``; ``eps`` keeps
+    the model proportions inside ``[eps, 1 - eps]`` for the KL. ``cache`` holds the corpus
+    expectations (mutable state; save it with ``cache.state_dict()``).
+    Logs ``loss``, ``mean_abs_error`` (mean |t - m| over active constraints) and ``active``.
+    """
+
+    constraints: "ConstraintSet"
+    criterion: str = "squared"
+    aggregate: str = "batch"
+    eps: float = 1e-6
+    cache: ExpectationCache = field(default_factory=ExpectationCache, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.criterion not in CRITERIA:
+            raise ValueError(f"GeneralizedExpectation: criterion must be one of {CRITERIA}, got {self.criterion!r}")
+        if self.aggregate not in AGGREGATES:
+            raise ValueError(f"GeneralizedExpectation: aggregate must be one of {AGGREGATES}, got {self.aggregate!r}")
+        if not 0 < self.eps < 0.5:
+            raise ValueError(f"GeneralizedExpectation: eps must be in (0, 0.5), got {self.eps}")
+
+    def __call__(self, out: ParserOutput, batch: "Batch") -> Output:
+        result = self.loss_of(self.aggregate_of(out, batch))
+        return Output(result.loss.to(out.dist.scores.dtype), result.logs)
+
+    def sentence_expectations(self, out: ParserOutput, batch: "Batch") -> tuple[Tensor, Tensor]:
+        """``([B, K] expected firing arcs, [B, K] child-word counts)`` of each sentence, float64."""
+        dist = out.dist
+        features = self.constraints.features(batch.upos, batch.lengths)
+        expected = dist.expect_sparse(
+            features.arc_index, features.feature_ids, features.values.to(dist.scores.dtype), features.n_features
+        )
+        return expected.to(torch.float64), features.counts.to(torch.float64)
+
+    def aggregate_of(self, out: ParserOutput, batch: "Batch") -> GEAggregate:
+        """Totals over the batch, or over the corpus (updating the cache with this batch)."""
+        expected, counts = self.sentence_expectations(out, batch)
+        if self.aggregate == "batch":
+            return GEAggregate(expected.sum(0), counts.sum(0))
+        if batch.index is None:
+            raise ValueError("GeneralizedExpectation(aggregate='corpus') needs batch.index (sentence ids)")
+        total_expected, total_counts = self.cache.corpus_totals(batch.index, expected, counts)
+        self.cache.update(batch.index, expected, counts)
+        return GEAggregate(total_expected, total_counts)
+
+    def proportions(self, aggregate: GEAggregate) -> tuple[Tensor, Tensor]:
+        """``([K] model proportions m, [K] bool active)``; inactive constraints (no child word)
+        read 0."""
+        active = aggregate.counts > 0
+        model = aggregate.expected / aggregate.counts.clamp(min=1)
+        return torch.where(active, model, torch.zeros_like(model)), active
+
+    def loss_of(self, aggregate: GEAggregate) -> Output:
+        model, active = self.proportions(aggregate)
+        target = self.constraints.targets.to(model.device)
+        if self.criterion == "squared":
+            divergence = (target - model) ** 2
+        else:
+            m = model.clamp(self.eps, 1 - self.eps)
+            divergence = (
+                torch.xlogy(target, target) - target * m.log()
+                + torch.xlogy(1 - target, 1 - target) - (1 - target) * (1 - m).log()
+            )  # fmt: skip
+        loss = torch.where(active, divergence, torch.zeros_like(divergence)).sum()
+        n_active = active.sum()
+        error = torch.where(active, (target - model).abs(), torch.zeros_like(model)).sum()
+        logs = {
+            "loss": loss.detach(),
+            "mean_abs_error": (error / n_active.clamp(min=1)).detach(),
+            "active": n_active.detach().to(torch.float64),
+        }
+        return Output(loss, logs)

@@ -1,0 +1,103 @@
+"""A weighted sum of named objectives, itself an objective.
+
+Each term has a weight with a linear warm-up (``weight * min(1, step / warmup)``; ``warmup=0``
+means the full weight from step 0) and the stream of batches it consumes: ``"labeled"`` (batches
+with gold heads), ``"unlabeled"`` (batches without) or ``"any"``. Terms that do not apply to a
+batch are skipped. Logs are prefixed by the term name (``likelihood/loss``), with each applied
+term's current ``<name>/weight`` and the weighted ``total``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+
+from parser.objectives.base import Objective, Output, ParserOutput
+
+if TYPE_CHECKING:
+    from parser.data.batch import Batch
+
+STREAMS = ("labeled", "unlabeled", "any")
+
+
+@dataclass(frozen=True)
+class Term:
+    """One named, weighted objective of a ``WeightedSum``."""
+
+    name: str
+    objective: Objective
+    weight: float = 1.0
+    warmup: int = 0
+    stream: str = "any"
+
+    def __post_init__(self) -> None:
+        if not self.name or "/" in self.name:
+            raise ValueError(f"Term: name must be non-empty without '/', got {self.name!r}")
+        if self.stream not in STREAMS:
+            raise ValueError(f"Term {self.name!r}: stream must be one of {STREAMS}, got {self.stream!r}")
+        if self.warmup < 0:
+            raise ValueError(f"Term {self.name!r}: warmup must be >= 0, got {self.warmup}")
+        if not callable(self.objective):
+            raise ValueError(f"Term {self.name!r}: objective must be callable, got {self.objective!r}")
+
+    def weight_at(self, step: int) -> float:
+        """The warmed-up weight at training step ``step``."""
+        if self.warmup == 0:
+            return float(self.weight)
+        return float(self.weight) * min(1.0, max(step, 0) / self.warmup)
+
+    def applies_to(self, batch: "Batch") -> bool:
+        if self.stream == "any":
+            return True
+        return batch.is_labeled == (self.stream == "labeled")
+
+
+@dataclass(frozen=True)
+class WeightedSum:
+    """``sum_t weight_t(step) * loss_t`` over the terms that apply to the batch."""
+
+    terms: tuple[Term, ...]
+
+    def __post_init__(self) -> None:
+        terms = tuple(self.terms)
+        object.__setattr__(self, "terms", terms)
+        names = [term.name for term in terms]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"WeightedSum: duplicate term names {duplicates}")
+
+    @property
+    def names(self) -> list[str]:
+        return [term.name for term in self.terms]
+
+    def streams(self) -> set[str]:
+        """The streams the terms consume (``any`` counts as both)."""
+        found = {term.stream for term in self.terms}
+        return {"labeled", "unlabeled"} if "any" in found else found
+
+    def __call__(self, out: ParserOutput, batch: "Batch", *, step: int = 0) -> Output:
+        total = None
+        logs = {}
+        for term in self.terms:
+            if not term.applies_to(batch):
+                continue
+            weight = term.weight_at(step)
+            result = term.objective(out, batch)
+            if weight != 0.0:
+                total = weight * result.loss if total is None else total + weight * result.loss
+            logs.update({f"{term.name}/{key}": value for key, value in result.logs.items()})
+            logs[f"{term.name}/weight"] = torch.tensor(weight)
+        if total is None:
+            # A zero inside the graph, so that backward still works when no term contributes.
+            scores = out.dist.scores
+            total = torch.where(torch.isfinite(scores), scores, 0.0).sum() * 0.0
+        logs["total"] = total.detach()
+        return Output(total, logs)
+
+
+def weighted_sum(terms: Sequence[Term]) -> WeightedSum:
+    """A ``WeightedSum`` of ``terms`` (a convenience for a list)."""
+    return WeightedSum(tuple(terms))
