@@ -28,7 +28,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-__all__ = ["AttachmentMetric", "LENGTH_BUCKETS", "universal_relations"]
+__all__ = ["LENGTH_BUCKETS", "AttachmentMetric", "universal_relations"]
 
 # Sentence-length buckets (in words) for `AttachmentMetric.by_length`; None means no upper bound.
 LENGTH_BUCKETS: tuple[tuple[int, int | None], ...] = ((1, 10), (11, 20), (21, 30), (31, 40), (41, None))
