@@ -56,21 +56,21 @@ KNOWN = tuple(DEFAULT_STREAM)
 def build_objective(
     spec: Mapping | object,
     *,
-    constraints: "ConstraintSet | None" = None,
-    teacher: Callable[["Batch"], ParserOutput] | None = None,
+    constraints: ConstraintSet | None = None,
+    teacher: Callable[[Batch], ParserOutput] | None = None,
 ) -> WeightedSum:
     """A ``WeightedSum`` from ``spec`` (see the module docstring); ``constraints`` feeds a ``ge``
     term and ``teacher`` a ``kl`` term. Unknown names or options raise ``ValueError``."""
     spec = _plain(spec, where="objective spec")
     if not isinstance(spec, Mapping):
-        raise ValueError(f"objective spec must be a mapping of term name -> options, got {spec!r}")
+        raise ValueError(f"objective spec must be a mapping of term name -> options, got {spec!r}")  # noqa: TRY004 (project convention: bad input is a ValueError)
     terms = []
     for name, options in spec.items():
         options = {} if options is True else options
         if options is None or options is False:
             continue
         if not isinstance(options, Mapping):
-            raise ValueError(f"objective term {name!r}: options must be a mapping, got {options!r}")
+            raise ValueError(f"objective term {name!r}: options must be a mapping, got {options!r}")  # noqa: TRY004 (project convention: bad input is a ValueError)
         if "weight" in options and options["weight"] is None:
             continue
         # A null option means its default (structured configs carry every field).

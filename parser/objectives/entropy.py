@@ -27,7 +27,7 @@ class Entropy:
         if not self.alpha > 0:
             raise ValueError(f"Entropy: alpha must be > 0, got {self.alpha}")
 
-    def __call__(self, out: ParserOutput, batch: "Batch") -> Output:
+    def __call__(self, out: ParserOutput, batch: Batch) -> Output:
         dist = out.dist
         values = dist.entropy() if self.alpha == 1.0 else dist.renyi_entropy(self.alpha)
         loss = per_token(values.sum(), batch)

@@ -56,7 +56,7 @@ class GeneralizedExpectation:
     Logs ``loss``, ``mean_abs_error`` (mean |t - m| over active constraints) and ``active``.
     """
 
-    constraints: "ConstraintSet"
+    constraints: ConstraintSet
     criterion: str = "squared"
     aggregate: str = "batch"
     eps: float = 1e-6
@@ -70,11 +70,11 @@ class GeneralizedExpectation:
         if not 0 < self.eps < 0.5:
             raise ValueError(f"GeneralizedExpectation: eps must be in (0, 0.5), got {self.eps}")
 
-    def __call__(self, out: ParserOutput, batch: "Batch") -> Output:
+    def __call__(self, out: ParserOutput, batch: Batch) -> Output:
         result = self.loss_of(self.aggregate_of(out, batch))
         return Output(result.loss.to(out.dist.scores.dtype), result.logs)
 
-    def sentence_expectations(self, out: ParserOutput, batch: "Batch") -> tuple[Tensor, Tensor]:
+    def sentence_expectations(self, out: ParserOutput, batch: Batch) -> tuple[Tensor, Tensor]:
         """``([B, K] expected firing arcs, [B, K] child-word counts)`` of each sentence, float64."""
         dist = out.dist
         features = self.constraints.features(batch.upos, batch.lengths)
@@ -83,7 +83,7 @@ class GeneralizedExpectation:
         )
         return expected.to(torch.float64), features.counts.to(torch.float64)
 
-    def aggregate_of(self, out: ParserOutput, batch: "Batch") -> GEAggregate:
+    def aggregate_of(self, out: ParserOutput, batch: Batch) -> GEAggregate:
         """Totals over the batch, or over the corpus (updating the cache with this batch)."""
         expected, counts = self.sentence_expectations(out, batch)
         if self.aggregate == "batch":

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from parser.data.batch import Batch
 
 
-def per_token(total: Tensor, batch: "Batch") -> Tensor:
+def per_token(total: Tensor, batch: Batch) -> Tensor:
     """A summed quantity divided by the number of words in the batch (at least 1)."""
     return total / max(batch.n_tokens, 1)
 
@@ -26,7 +26,7 @@ def detached(**values: Tensor) -> dict[str, Tensor]:
     return {key: value.detach() for key, value in values.items()}
 
 
-def gold_heads(batch: "Batch", *, who: str, size: int) -> Tensor:
+def gold_heads(batch: Batch, *, who: str, size: int) -> Tensor:
     """Validated ``[B, N+1]`` gold heads of a labeled batch whose scores have ``size = N+1``."""
     if batch.heads is None:
         raise ValueError(f"{who} needs a labeled batch, but batch.heads is None (unlabeled text)")
@@ -44,7 +44,7 @@ def gold_heads(batch: "Batch", *, who: str, size: int) -> Tensor:
     return heads
 
 
-def gold_rels(batch: "Batch", *, who: str, n_labels: int) -> Tensor:
+def gold_rels(batch: Batch, *, who: str, n_labels: int) -> Tensor:
     """Validated ``[B, N+1]`` gold relation ids (``-1`` unannotated) for ``n_labels`` labels."""
     if batch.rels is None:
         raise ValueError(f"{who} needs relation labels, but batch.rels is None")
@@ -58,7 +58,7 @@ def gold_rels(batch: "Batch", *, who: str, n_labels: int) -> Tensor:
     return rels
 
 
-def annotated(batch: "Batch", heads: Tensor) -> Tensor:
+def annotated(batch: Batch, heads: Tensor) -> Tensor:
     """``[B, N+1]`` True on real words whose head is annotated."""
     return batch.word_mask & (heads >= 0)
 

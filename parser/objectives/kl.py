@@ -27,16 +27,16 @@ class KLToTeacher:
     same shape as the model's (labeled trees when both are joint; label classifiers are not
     compared). Summed over sentences, divided by the number of words. Logs ``loss``, ``value``."""
 
-    teacher: Callable[["Batch"], ParserOutput]
+    teacher: Callable[[Batch], ParserOutput]
     direction: str = "forward"
 
     def __post_init__(self) -> None:
         if self.direction not in DIRECTIONS:
             raise ValueError(f"KLToTeacher: direction must be one of {DIRECTIONS}, got {self.direction!r}")
         if not callable(self.teacher):
-            raise ValueError(f"KLToTeacher: teacher must be callable Batch -> ParserOutput, got {self.teacher!r}")
+            raise ValueError(f"KLToTeacher: teacher must be callable Batch -> ParserOutput, got {self.teacher!r}")  # noqa: TRY004 (project convention: bad input is a ValueError)
 
-    def __call__(self, out: ParserOutput, batch: "Batch") -> Output:
+    def __call__(self, out: ParserOutput, batch: Batch) -> Output:
         model = out.dist
         with torch.no_grad():
             teacher = self.teacher(batch).dist

@@ -37,7 +37,7 @@ class Likelihood:
     number of words in the batch. Logs ``loss``, ``tree_nll`` and, with a classifier,
     ``label_nll`` (each per word)."""
 
-    def __call__(self, out: ParserOutput, batch: "Batch") -> Output:
+    def __call__(self, out: ParserOutput, batch: Batch) -> Output:
         dist = out.dist
         heads = gold_heads(batch, who="Likelihood", size=dist.scores.shape[1])
         joint = dist.scores.dim() == 4
@@ -55,7 +55,7 @@ class Likelihood:
         return Output(loss, detached(loss=loss, tree_nll=per_token(tree_nll, batch), **logs))
 
 
-def _tree_nll(dist, batch: "Batch", heads: Tensor, rels: Tensor | None) -> Tensor:
+def _tree_nll(dist, batch: Batch, heads: Tensor, rels: Tensor | None) -> Tensor:
     """``[B]`` -log p(gold-consistent trees)."""
     words = batch.word_mask
     complete = bool((heads[words] >= 0).all()) and (rels is None or bool((rels[words] >= 0).all()))
@@ -77,7 +77,7 @@ def _tree_nll(dist, batch: "Batch", heads: Tensor, rels: Tensor | None) -> Tenso
     return dist.log_partition - restricted.log_partition
 
 
-def label_cross_entropy(label_scores: Tensor, batch: "Batch", heads: Tensor, *, who: str) -> Tensor:
+def label_cross_entropy(label_scores: Tensor, batch: Batch, heads: Tensor, *, who: str) -> Tensor:
     """Summed cross-entropy of the label classifier ``label_scores [B, dep, head, L]`` on the
     gold arcs of words whose head and label are both annotated (a scalar)."""
     if label_scores.dim() != 4 or label_scores.shape[:3] != (*heads.shape, heads.shape[1]):

@@ -35,7 +35,7 @@ class LocalHeadCrossEntropy:
     softmax over labels at the gold head, so the sum is ``-log softmax`` over (head, label) pairs.
     Logs ``loss``, ``head_nll`` and ``label_nll`` (per word)."""
 
-    def __call__(self, out: ParserOutput, batch: "Batch") -> Output:
+    def __call__(self, out: ParserOutput, batch: Batch) -> Output:
         scores = out.dist.scores
         heads = gold_heads(batch, who="LocalHeadCrossEntropy", size=scores.shape[1])
         joint = scores.dim() == 4

@@ -36,7 +36,7 @@ class Risk:
 
     labeled: bool = False
 
-    def __call__(self, out: ParserOutput, batch: "Batch") -> Output:
+    def __call__(self, out: ParserOutput, batch: Batch) -> Output:
         dist = out.dist
         heads = gold_heads(batch, who="Risk", size=dist.scores.shape[1])
         marginals = dist.marginals

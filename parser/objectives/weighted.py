@@ -41,7 +41,7 @@ class Term:
         if self.warmup < 0:
             raise ValueError(f"Term {self.name!r}: warmup must be >= 0, got {self.warmup}")
         if not callable(self.objective):
-            raise ValueError(f"Term {self.name!r}: objective must be callable, got {self.objective!r}")
+            raise ValueError(f"Term {self.name!r}: objective must be callable, got {self.objective!r}")  # noqa: TRY004 (project convention: bad input is a ValueError)
 
     def weight_at(self, step: int) -> float:
         """The warmed-up weight at training step ``step``."""
@@ -49,7 +49,7 @@ class Term:
             return float(self.weight)
         return float(self.weight) * min(1.0, max(step, 0) / self.warmup)
 
-    def applies_to(self, batch: "Batch") -> bool:
+    def applies_to(self, batch: Batch) -> bool:
         if self.stream == "any":
             return True
         return batch.is_labeled == (self.stream == "labeled")
@@ -78,7 +78,7 @@ class WeightedSum:
         found = {term.stream for term in self.terms}
         return {"labeled", "unlabeled"} if "any" in found else found
 
-    def __call__(self, out: ParserOutput, batch: "Batch", *, step: int = 0) -> Output:
+    def __call__(self, out: ParserOutput, batch: Batch, *, step: int = 0) -> Output:
         total = None
         logs = {}
         for term in self.terms:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import torch
 
 from parser.data.batch import Batch
-
 from parser.structs import TreeCRF
 
 __all__ = ["TreeCRF", "make_batch", "random_scores"]

@@ -125,3 +125,16 @@ def test_bad_gold_head_is_named():
     scores = random_scores(LENGTHS)
     with pytest.raises(ValueError, match=r"batch.heads\[0, 3\] = 4"):
         Likelihood()(ParserOutput(TreeCRF(scores, batch.lengths)), batch)
+
+
+@pytest.mark.parametrize("objective", [Likelihood(), LocalHeadCrossEntropy()])
+def test_batched_equals_one_sentence_at_a_time(objective):
+    scores = random_scores(LENGTHS, labels=2, seed=9)
+    batch = make_batch(LENGTHS, heads=[[2, -1, 2], [0, 1]], rels=RELS)
+    total = objective(ParserOutput(TreeCRF(scores, batch.lengths)), batch).loss * 5
+    pieces = 0.0
+    for b, n in enumerate(LENGTHS):
+        one = make_batch([n], heads=[batch.heads[b, 1 : n + 1].tolist()], rels=[RELS[b]])
+        alone = scores[b : b + 1, : n + 1, : n + 1]
+        pieces = pieces + objective(ParserOutput(TreeCRF(alone, one.lengths)), one).loss * n
+    torch.testing.assert_close(total, pieces)
