@@ -99,13 +99,17 @@ class DataConfig:
 
 @dataclass
 class ModelConfig:
-    """The edge scorer. Biaffine fields are ignored by the log-linear scorer and vice versa."""
+    """The edge scorer and how its scores become a tree CRF.
+
+    Only the options the chosen scorer accepts (``parser.models.scorer_options(kind)``) are passed
+    to it: biaffine fields are ignored by the log-linear scorer and vice versa.
+    """
 
     kind: ScorerKind = ScorerKind.biaffine
     labels: LabelMode = LabelMode.classifier
     single_root: bool = True
-    use_upos: bool = True
     # biaffine (Dozat & Manning 2017)
+    use_upos: bool = True
     word_dim: int = 100
     char_dim: int = 50
     char_hidden: int = 100
@@ -113,26 +117,25 @@ class ModelConfig:
     lstm_hidden: int = 400
     lstm_layers: int = 3
     arc_mlp: int = 500
-    label_mlp: int = 100
+    rel_mlp: int = 100
     dropout: float = 0.33
-    # log-linear (McDonald et al. 2005)
-    hash_bits: int = 22
+    word_dropout: float = 0.25
+    # log-linear (McDonald et al. 2005): hashed weight tables
+    n_buckets: int = 4194304  # 2**22
+    n_label_buckets: int = 1048576  # 2**20
 
 
 @dataclass
 class ObjectiveConfig:
     """A weighted sum of objective terms, handed to ``parser.objectives.build_objective``.
 
-    ``terms`` maps a term's name to its options (``kind``, ``weight``, ``warmup`` ...; their
-    schemas live with the objectives). ``constraints`` names a GE constraint set; ``teacher`` is a
-    checkpoint path for KL terms.
+    ``terms`` maps a term's name to its options (``type``, ``weight``, ``warmup``, ``stream`` and
+    the kind's own; see ``parser.objectives.build``). A ``ge`` term's ``constraints`` (default
+    ``ud_universal``) and ``top_k``, and a ``kl`` term's ``checkpoint`` (the teacher), are loaded
+    by the trainer. Empty here so that a group file's terms are the only ones.
     """
 
-    terms: Dict[str, Any] = field(
-        default_factory=lambda: {"likelihood": {"kind": "likelihood", "weight": 1.0}}
-    )
-    constraints: Optional[str] = None
-    teacher: Optional[str] = None
+    terms: Dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -1,0 +1,144 @@
+"""Labeled and unlabeled training streams: which sentences keep their trees, and the interleaving.
+
+``split_labeled`` picks the labeled subset of a training file (``data.labeled_size`` trees or
+``data.labeled_fraction`` of them) from one seeded permutation, so a smaller subset is always
+inside a larger one; the rest becomes unlabeled text. ``strip_annotation`` removes heads and
+relations from sentences before they are encoded, so the unlabeled stream cannot expose them.
+
+``TrainingStream`` yields ``(kind, batch)`` pairs, ``kind`` being ``"labeled"`` or
+``"unlabeled"``, ``unlabeled_ratio`` unlabeled batches per labeled one (fractions accumulate).
+An epoch is a pass over the labeled batches (over the unlabeled ones when there are no trees);
+the other stream cycles through its own epochs. Its state (both batchers' positions and the
+interleaving credit) restores the exact place in the stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from parser.data.batch import Batch
+from parser.data.batching import BucketBatcher
+from parser.data.conllu_io import Sentence
+
+__all__ = ["LABELED", "UNLABELED", "TrainingStream", "split_labeled", "strip_annotation"]
+
+LABELED, UNLABELED = "labeled", "unlabeled"
+
+
+def split_labeled(
+    n_sentences: int, *, labeled_size: int | None, labeled_fraction: float | None, seed: int
+) -> tuple[list[int], list[int]]:
+    """Indices of the labeled and of the unlabeled sentences, each in file order.
+
+    Neither option set: every sentence is labeled. Subsets are nested across sizes for one seed.
+
+    >>> split_labeled(6, labeled_size=2, labeled_fraction=None, seed=0)[0] == sorted(
+    ...     split_labeled(6, labeled_size=4, labeled_fraction=None, seed=0)[0][:4])
+    True
+    >>> split_labeled(4, labeled_size=None, labeled_fraction=None, seed=0)
+    ([0, 1, 2, 3], [])
+    """
+    if labeled_size is not None and labeled_fraction is not None:
+        raise ValueError(
+            f"data.labeled_size={labeled_size} and data.labeled_fraction={labeled_fraction}: "
+            "set at most one"
+        )
+    if labeled_fraction is not None:
+        if not 0.0 <= labeled_fraction <= 1.0:
+            raise ValueError(f"data.labeled_fraction={labeled_fraction}: expected a value in [0, 1]")
+        labeled_size = int(round(labeled_fraction * n_sentences))
+    if labeled_size is None:
+        return list(range(n_sentences)), []
+    if not 0 <= labeled_size <= n_sentences:
+        raise ValueError(
+            f"data.labeled_size={labeled_size}: the training file has {n_sentences} sentences"
+        )
+    order = np.random.default_rng(seed).permutation(n_sentences)
+    chosen = np.zeros(n_sentences, dtype=bool)
+    chosen[order[:labeled_size]] = True
+    return np.flatnonzero(chosen).tolist(), np.flatnonzero(~chosen).tolist()
+
+
+def strip_annotation(sentences: Sequence[Sentence]) -> list[Sentence]:
+    """The same sentences with every head ``-1`` and every relation ``None`` (raw lines kept for
+    writing predictions; the encoder reads only the parsed columns)."""
+    return [replace(s, heads=[-1] * len(s), deprels=[None] * len(s)) for s in sentences]
+
+
+class TrainingStream:
+    """An endless, resumable sequence of ``(kind, Batch)`` from one or two batchers."""
+
+    def __init__(
+        self,
+        labeled: BucketBatcher | None,
+        unlabeled: BucketBatcher | None,
+        *,
+        unlabeled_ratio: float,
+    ) -> None:
+        if labeled is None and unlabeled is None:
+            raise ValueError("TrainingStream: no labeled and no unlabeled sentences to train on")
+        if unlabeled_ratio < 0:
+            raise ValueError(f"data.unlabeled_ratio={unlabeled_ratio}: must be >= 0")
+        if unlabeled is not None and labeled is not None and unlabeled_ratio == 0:
+            unlabeled = None  # ratio 0: the unlabeled text is not used
+        self.labeled = labeled
+        self.unlabeled = unlabeled
+        self.unlabeled_ratio = float(unlabeled_ratio)
+        self._credit = 0.0  # unlabeled batches owed
+        self._iterators: dict[str, Iterator[Batch] | None] = {LABELED: None, UNLABELED: None}
+
+    @property
+    def primary(self) -> BucketBatcher:
+        """The batcher whose passes count as epochs."""
+        return self.labeled if self.labeled is not None else self.unlabeled
+
+    @property
+    def epoch(self) -> int:
+        return self.primary.epoch_number
+
+    def __iter__(self) -> Iterator[tuple[str, Batch]]:
+        while True:
+            yield self.next()
+
+    def next(self) -> tuple[str, Batch]:
+        """The next batch; crossing the end of the primary batcher starts the next epoch."""
+        if self.labeled is None:
+            return UNLABELED, self._draw(UNLABELED)
+        if self.unlabeled is not None and self._credit >= 1.0:
+            self._credit -= 1.0
+            return UNLABELED, self._draw(UNLABELED)
+        batch = self._draw(LABELED)
+        if self.unlabeled is not None:
+            self._credit += self.unlabeled_ratio
+        return LABELED, batch
+
+    def _draw(self, kind: str) -> Batch:
+        batcher = self.labeled if kind == LABELED else self.unlabeled
+        for attempt in range(2):
+            if self._iterators[kind] is None:
+                self._iterators[kind] = iter(batcher)
+            batch = next(self._iterators[kind], None)
+            if batch is not None:
+                return batch
+            batcher.set_epoch(batcher.epoch_number + 1)
+            self._iterators[kind] = None
+        raise RuntimeError(f"the {kind} batcher yields no batches")  # BucketBatcher forbids this
+
+    def state_dict(self) -> dict:
+        return {
+            LABELED: None if self.labeled is None else self.labeled.state_dict(),
+            UNLABELED: None if self.unlabeled is None else self.unlabeled.state_dict(),
+            "credit": self._credit,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        for kind, batcher in ((LABELED, self.labeled), (UNLABELED, self.unlabeled)):
+            if (batcher is None) != (state.get(kind) is None):
+                raise ValueError(f"stream state: {kind} stream present in one of state/stream only")
+            if batcher is not None:
+                batcher.load_state_dict(state[kind])
+            self._iterators[kind] = None  # recreated from the restored position
+        self._credit = float(state["credit"])

@@ -1,0 +1,77 @@
+"""``parser-train`` / ``python -m parser.train``: the Hydra entry point of training.
+
+Configs come from the repository's ``configs/`` (or ``$PARSER_CONFIG_DIR``); every option is a
+Hydra override, e.g. ``parser-train experiment=quickstart trainer.max_steps=100``. Outputs go to
+the Hydra run directory: ``checkpoints/``, ``tb/`` (TensorBoard), ``{dev,test}.pred.conllu`` and
+their ``.metrics.json``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+from parser.config import config_dir, register_configs
+
+__all__ = ["main", "train"]
+
+log = logging.getLogger("parser.train")
+
+
+def train(cfg: DictConfig, *, run_dir: str | Path) -> dict:
+    """Train with ``cfg``, then score the best checkpoint on dev and test. Returns
+    ``{"dev": report, "test": report, "state": ...}`` (reports from ``parser.eval.report``)."""
+    from parser.train.final import evaluate_split, format_scores, restore_best
+    from parser.train.loop import Trainer
+
+    run_dir = Path(run_dir)
+    trainer = Trainer(cfg, run_dir=run_dir)
+    state = trainer.fit()
+    results: dict = {"state": state}
+    metrics: dict[str, float | None] = {}
+    if cfg.trainer.final_eval:
+        restore_best(trainer.model, trainer.checkpoints.best_path)
+        for name, treebank in (("dev", trainer.data.dev), ("test", trainer.data.test)):
+            if treebank is None:
+                continue
+            report = evaluate_split(
+                trainer.model, treebank, trainer.vocabs, name=name, out_dir=run_dir,
+                tokens_per_batch=cfg.data.eval_tokens_per_batch, device=trainer.device,
+            )
+            results[name] = report
+            print(format_scores(name, report), flush=True)
+            official = report.get("official") or {}
+            metrics[f"{name}/uas"] = official.get("UAS", report.get("uas"))
+            metrics[f"{name}/las"] = official.get("LAS", report.get("las"))
+    metrics["best_step"] = state.best_step
+    from parser.train.tensorboard import flatten_hparams
+
+    trainer.logger.hparams(
+        flatten_hparams(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)), metrics
+    )
+    trainer.logger.close()
+    return results
+
+
+def _hydra_main(cfg: DictConfig) -> None:
+    from parser.train.checkpoint import CheckpointError
+    from parser.train.loop import NonFiniteError
+
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    try:
+        train(cfg, run_dir=run_dir)
+    except (NonFiniteError, CheckpointError, ValueError, FileNotFoundError) as error:
+        log.error("%s", error)
+        print(f"parser-train: error: {error}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from error
+
+
+def main() -> None:
+    """Console script: Hydra parses ``sys.argv`` (overrides, ``--multirun``, ``--cfg job``)."""
+    register_configs()
+    hydra.main(config_path=str(config_dir()), config_name="config", version_base="1.3")(_hydra_main)()

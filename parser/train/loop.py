@@ -1,0 +1,265 @@
+"""The training loop: a composed objective over labeled and unlabeled batches.
+
+One step: next ``(kind, batch)`` of the stream -> ``model(batch)`` -> ``objective(out, batch,
+step=step)`` -> backward -> clip -> optimiser and schedule step. A step whose loss or gradient
+norm is not finite is skipped (no update) and counted; ``trainer.max_nonfinite`` of them in a row
+stop the run. Every ``trainer.eval_every`` steps the dev set is parsed (maximum spanning trees)
+and scored; a better dev LAS (UAS when there are no relations) writes ``best.pt``, and
+``trainer.patience`` evaluations without gain stop training. A periodic checkpoint follows each
+evaluation: model, optimiser, schedule, step, epoch, stream position, RNG states, early-stopping
+state, resolved config and vocabularies, so that ``trainer.resume`` continues exactly.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from omegaconf import DictConfig, OmegaConf
+from tqdm import tqdm
+
+from parser.data.vocab import Vocabularies
+from parser.train.checkpoint import CheckpointManager, capture_rng, restore_rng
+from parser.train.components import build_training_objective, resolve_device, resolve_resume
+from parser.train.data import TrainingData, load_training_data
+from parser.train.inference import parse
+from parser.train.model import ParserModel, build_parser
+from parser.train.optim import build_optimizer, build_scheduler
+from parser.train.tensorboard import RunLogger
+
+__all__ = ["NonFiniteError", "TrainState", "Trainer"]
+
+log = logging.getLogger(__name__)
+
+
+class NonFiniteError(RuntimeError):
+    """Too many consecutive steps with a non-finite loss or gradient."""
+
+
+@dataclass
+class TrainState:
+    step: int = 0
+    best_score: float = -math.inf
+    best_step: int = -1
+    evals_without_gain: int = 0
+    nonfinite_in_row: int = 0
+    nonfinite_total: int = 0
+    stopped_early: bool = False
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+class Trainer:
+    """Builds everything a run needs from the composed config and trains it.
+
+    ``cfg``: the root config (a ``DictConfig`` over ``parser.config.Config``); ``run_dir``: the
+    directory for checkpoints, TensorBoard events, predictions and metrics.
+    """
+
+    def __init__(self, cfg: DictConfig, *, run_dir: str | Path) -> None:
+        self.cfg = cfg
+        self.run_dir = Path(run_dir)
+        trainer = cfg.trainer
+        self.device = resolve_device(trainer.device)
+        if trainer.deterministic:
+            torch.use_deterministic_algorithms(True)
+        seed_everything(trainer.seed)
+        checkpoint_dir = Path(trainer.checkpoint_dir) if trainer.checkpoint_dir else self.run_dir / "checkpoints"
+        self.checkpoints = CheckpointManager(checkpoint_dir, keep_last=trainer.keep_last)
+        resumed = resolve_resume(trainer.resume, checkpoints=self.checkpoints, run_dir=self.run_dir)
+
+        vocabs = Vocabularies.from_state_dict(resumed["vocabs"]) if resumed else None
+        self.data: TrainingData = load_training_data(cfg.data, seed=trainer.seed, vocabs=vocabs)
+        self.vocabs = self.data.vocabs
+        self.model: ParserModel = build_parser(cfg.model, self.vocabs.sizes()).to(self.device)
+        self.objective = build_training_objective(
+            cfg.objective.terms, vocabs=self.vocabs, labeled=self.data.labeled, device=self.device
+        )
+        self.optimizer = build_optimizer(self.model.parameters(), cfg.optim)
+        self.scheduler = build_scheduler(self.optimizer, cfg.optim, total_steps=trainer.max_steps)
+        self.state = TrainState()
+        self.rel_universal = self.vocabs.rel_universal_ids()
+        self.logger = RunLogger(
+            self.run_dir / cfg.logger.log_dir if cfg.logger.tensorboard else None,
+            flush_secs=cfg.logger.flush_secs,
+        )
+        if resumed:
+            self._restore(resumed)
+
+    # -- checkpoints ----------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "stream": self.data.stream.state_dict(),
+            "trainer": asdict(self.state),
+            "epoch": self.data.stream.epoch,
+            "rng": capture_rng(),
+            "config": OmegaConf.to_container(self.cfg, resolve=True, enum_to_str=True),
+            "vocabs": self.vocabs.state_dict(),
+        }
+
+    def _restore(self, state: dict[str, Any]) -> None:
+        saved_model = state["config"]["model"]
+        current = OmegaConf.to_container(self.cfg.model, resolve=True, enum_to_str=True)
+        if saved_model != current:
+            raise ValueError(
+                f"trainer.resume: the checkpoint's model config {saved_model} differs from this "
+                f"run's {current}; resume with the same model options"
+            )
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.data.stream.load_state_dict(state["stream"])
+        self.state = TrainState(**state["trainer"])
+        restore_rng(state["rng"])
+        log.info("resumed at step %d (epoch %d)", self.state.step, state["epoch"])
+
+    def save(self, *, best: bool = False) -> Path:
+        return self.checkpoints.save(self.state_dict(), step=self.state.step, best=best)
+
+    # -- training -------------------------------------------------------------------------------
+
+    def fit(self) -> TrainState:
+        """Train until ``max_steps``, ``max_epochs`` or early stopping; returns the final state."""
+        trainer = self.cfg.trainer
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        clip = float(self.cfg.optim.clip_norm)
+        window = {"time": time.perf_counter(), "sentences": 0, "tokens": 0}
+        self.model.train()
+        bar = tqdm(total=trainer.max_steps, initial=self.state.step, disable=not trainer.progress,
+                   desc="train", dynamic_ncols=True, leave=False)
+        try:
+            while not self._should_stop():
+                kind, batch = self.data.stream.next()
+                batch = batch.to(self.device)
+                step = self.state.step
+                out = self.model(batch)
+                result = self.objective(out, batch, step=step)
+                loss = result.loss
+                grad_norm = None
+                if torch.isfinite(loss):
+                    loss.backward()
+                    grad_norm = torch.nn.utils.clip_grad_norm_(
+                        params, clip if clip > 0 else math.inf
+                    )
+                if grad_norm is None or not torch.isfinite(grad_norm):
+                    self.optimizer.zero_grad(set_to_none=True)
+                    self._count_nonfinite(kind, float(loss.detach()))
+                else:
+                    self.optimizer.step()
+                    self.scheduler.step()
+                    self.optimizer.zero_grad(set_to_none=True)
+                    self.state.nonfinite_in_row = 0
+                self.state.step += 1
+                window["sentences"] += batch.size
+                window["tokens"] += batch.n_tokens
+                if self.state.step % trainer.log_every == 0:
+                    speed = self._log_step(out, result.logs, grad_norm, window, kind)
+                    bar.set_postfix(loss=f"{float(loss):.4f}", sent_s=f"{speed:.0f}", refresh=False)
+                bar.update(1)
+                if self.state.step % trainer.eval_every == 0:
+                    self.evaluate_and_checkpoint()
+            if self.state.step % trainer.eval_every != 0:
+                self.evaluate_and_checkpoint()
+        finally:
+            bar.close()
+        return self.state
+
+    def _should_stop(self) -> bool:
+        trainer = self.cfg.trainer
+        if self.state.stopped_early or self.state.step >= trainer.max_steps:
+            return True
+        return trainer.max_epochs is not None and self.data.stream.epoch >= trainer.max_epochs
+
+    def _count_nonfinite(self, kind: str, loss: float) -> None:
+        self.state.nonfinite_in_row += 1
+        self.state.nonfinite_total += 1
+        log.warning("step %d (%s batch): non-finite loss or gradient (loss %s): step skipped",
+                    self.state.step, kind, loss)
+        self.logger.scalars({"train/nonfinite_steps": self.state.nonfinite_total}, step=self.state.step)
+        limit = self.cfg.trainer.max_nonfinite
+        if self.state.nonfinite_in_row >= limit:
+            raise NonFiniteError(
+                f"training stopped at step {self.state.step}: {self.state.nonfinite_in_row} steps "
+                f"in a row had a non-finite loss or gradient (trainer.max_nonfinite={limit}); "
+                f"the last good checkpoints are in {self.checkpoints.directory}"
+            )
+
+    def _log_step(self, out, logs: dict, grad_norm, window: dict, kind: str) -> float:
+        now = time.perf_counter()
+        elapsed = max(now - window["time"], 1e-9)
+        speed = window["sentences"] / elapsed
+        values = {f"train/{key}": float(value) for key, value in logs.items()}
+        values["train/lr"] = self.optimizer.param_groups[0]["lr"]
+        values["train/sentences_per_s"] = speed
+        values["train/tokens_per_s"] = window["tokens"] / elapsed
+        if grad_norm is not None:
+            values["train/grad_norm"] = float(grad_norm)
+        if self.cfg.logger.arc_entropy and self.logger.enabled:
+            values[f"train/arc_entropy_{kind}"] = arc_entropy(out)
+        self.logger.scalars(values, step=self.state.step)
+        window.update(time=time.perf_counter(), sentences=0, tokens=0)
+        return speed
+
+    # -- evaluation -----------------------------------------------------------------------------
+
+    def evaluate_and_checkpoint(self) -> dict | None:
+        """Dev scores, early-stopping bookkeeping, ``best.pt`` on a gain, a periodic checkpoint."""
+        scores = self.evaluate_dev()
+        gained = False
+        if scores is not None:
+            score = scores["las"] if scores.get("las") is not None else scores["uas"]
+            self.logger.scalars({f"dev/{k}": v for k, v in scores.items()
+                                 if k in ("uas", "las", "label_acc") and v is not None},
+                                step=self.state.step)
+            log.info("step %d: dev UAS %.2f LAS %s", self.state.step, scores["uas"],
+                     "n/a" if scores.get("las") is None else f"{scores['las']:.2f}")
+            if score > self.state.best_score:
+                self.state.best_score, self.state.best_step = score, self.state.step
+                self.state.evals_without_gain = 0
+                gained = True
+            else:
+                self.state.evals_without_gain += 1
+                patience = self.cfg.trainer.patience
+                if patience is not None and self.state.evals_without_gain >= patience:
+                    self.state.stopped_early = True
+                    log.info("early stopping at step %d: no dev gain in %d evaluations (best %.2f "
+                             "at step %d)", self.state.step, patience, self.state.best_score,
+                             self.state.best_step)
+        else:
+            gained = True  # no dev set: the latest model is the best one known
+            self.state.best_step = self.state.step
+        self.save(best=gained)
+        return scores
+
+    def evaluate_dev(self) -> dict | None:
+        if self.data.dev is None:
+            return None
+        predictions = parse(self.model, self.data.dev.sentences, self.vocabs,
+                            tokens_per_batch=self.cfg.data.eval_tokens_per_batch, device=self.device)
+        return predictions.scores
+
+
+@torch.no_grad()
+def arc_entropy(out) -> float:
+    """Mean entropy of the tree distribution per word of the batch (nats)."""
+    dist = out.dist
+    lengths = dist.lengths
+    detached = type(dist)(dist.scores.detach(), lengths, single_root=dist.single_root)
+    with torch.enable_grad():  # expectations may be computed as gradients
+        entropy = detached.entropy()
+    return float(entropy.sum()) / max(int(lengths.sum()), 1)

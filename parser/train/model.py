@@ -1,0 +1,83 @@
+"""The trained parser: a vocabulary-sized edge scorer plus how its scores become trees.
+
+``ParserModel`` is what a checkpoint restores: ``build_parser(model_cfg, vocabs)`` makes a fresh
+one, ``forward(batch)`` gives the ``ParserOutput`` the objectives consume, and ``decode`` the best
+tree (maximum spanning tree under the root constraint) and its relations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from parser.config import LabelMode, ModelConfig, ScorerKind
+from parser.data.batch import Batch
+from parser.models import build_scorer, scorer_options, to_output
+from parser.structs.parser_output import ParserOutput
+
+__all__ = ["ParserModel", "build_parser", "scorer_kwargs"]
+
+N_SPECIAL_RELS = 3  # relation ids 0..2 (PAD, UNK, ROOT) are never gold: never predicted
+
+
+def scorer_kwargs(cfg: ModelConfig | Mapping[str, Any]) -> dict[str, Any]:
+    """The config's options that the chosen scorer accepts, as plain Python values."""
+    kind = ScorerKind(cfg["kind"] if isinstance(cfg, Mapping) else cfg.kind).value
+    get = (lambda k: cfg[k]) if isinstance(cfg, Mapping) else (lambda k: getattr(cfg, k))
+    options = {}
+    for name in scorer_options(kind):
+        try:
+            options[name] = get(name)
+        except (KeyError, AttributeError):
+            continue  # the scorer's own default
+    return options
+
+
+class ParserModel(nn.Module):
+    """An edge scorer with its label mode (``joint`` or ``classifier``) and root constraint."""
+
+    def __init__(self, scorer: nn.Module, *, labels: str, single_root: bool) -> None:
+        super().__init__()
+        self.scorer = scorer
+        self.labels = LabelMode(labels).value
+        self.single_root = single_root
+
+    def forward(self, batch: Batch) -> ParserOutput:
+        edge_scores = self.scorer(batch)
+        return to_output(edge_scores, batch.lengths, labels=self.labels, single_root=self.single_root)
+
+    @torch.no_grad()
+    def decode(self, out: ParserOutput) -> tuple[Tensor, Tensor | None]:
+        """Best trees: ``heads`` ``[B, dep]`` and ``rels`` ``[B, dep]`` (``None`` if unlabeled).
+
+        Joint labels come with the maximum spanning tree of the labeled CRF; a classifier's
+        relation is its best non-special label on the predicted arc.
+        """
+        best = out.dist.argmax()
+        if isinstance(best, tuple):
+            heads, rels = best
+            return heads, rels
+        heads = best
+        if out.label_scores is None:
+            return heads, None
+        index = heads.clamp(min=0)[..., None, None].expand(*heads.shape, 1, out.label_scores.shape[-1])
+        on_arc = out.label_scores.gather(2, index).squeeze(2)  # [B, dep, L]
+        on_arc = on_arc.clone()
+        on_arc[..., :N_SPECIAL_RELS] = float("-inf")
+        return heads, on_arc.argmax(-1)
+
+
+def build_parser(cfg: ModelConfig, sizes: Mapping[str, int]) -> ParserModel:
+    """A fresh parser for vocabularies of ``sizes`` (``words``, ``chars``, ``upos``, ``rels``)."""
+    scorer = build_scorer(
+        ScorerKind(cfg.kind).value,
+        n_words=sizes["words"],
+        n_chars=sizes["chars"],
+        n_upos=sizes["upos"],
+        n_rels=sizes["rels"],
+        options=scorer_kwargs(cfg),
+    )
+    return ParserModel(scorer, labels=LabelMode(cfg.labels).value, single_root=cfg.single_root)
