@@ -35,9 +35,10 @@ def split_labeled(
 
     Neither option set: every sentence is labeled. Subsets are nested across sizes for one seed.
 
-    >>> split_labeled(6, labeled_size=2, labeled_fraction=None, seed=0)[0] == sorted(
-    ...     split_labeled(6, labeled_size=4, labeled_fraction=None, seed=0)[0][:4])
-    True
+    >>> small, _ = split_labeled(10, labeled_size=3, labeled_fraction=None, seed=0)
+    >>> large, rest = split_labeled(10, labeled_size=6, labeled_fraction=None, seed=0)
+    >>> set(small) <= set(large), len(large), sorted(large + rest) == list(range(10))
+    (True, 6, True)
     >>> split_labeled(4, labeled_size=None, labeled_fraction=None, seed=0)
     ([0, 1, 2, 3], [])
     """
