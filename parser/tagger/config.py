@@ -1,0 +1,95 @@
+"""Typed schema of the tagger's own Hydra config tree (``configs/tagger/``).
+
+``configs/tagger/tagger.yaml`` starts its defaults with ``tagger_base_config`` (:class:`TaggerRunConfig`),
+so a misspelt key or a wrong type fails when the config is composed. The ``optim`` node reuses the
+parser's :class:`~parser.config.OptimConfig` (and ``parser.train.optim``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import OmegaConf
+
+from parser.config import OptimConfig
+
+__all__ = ["TagDataConfig", "TaggerConfig", "TaggerRunConfig", "register_tagger_configs",
+           "tagger_config_dir"]
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class TagDataConfig:
+    """Treebank files (``<root>/<treebank>/<treebank>-ud-<split>.conllu`` unless a ``*_file`` is
+    set; ``root`` null: ``$UD_ROOT``, then ``<repo>/data/ud``) and batching.
+
+    ``labeled_size``: keep the UPOS of only this many training sentences (a seeded subset,
+    nested across sizes); the others become unlabeled text for the entropy / GE terms, drawn
+    ``unlabeled_ratio`` batches per labeled batch.
+    """
+
+    treebank: str = "en_ewt"
+    root: Optional[str] = None
+    train_file: Optional[str] = None
+    dev_file: Optional[str] = None
+    test_file: Optional[str] = None
+    min_freq: int = 2
+    tokens_per_batch: int = 2000
+    eval_tokens_per_batch: int = 10000
+    max_length: int = 150  # longer training sentences are skipped (counted)
+    labeled_size: Optional[int] = None
+    unlabeled_ratio: float = 1.0
+    subset_seed: int = 0
+
+
+@dataclass
+class TaggerConfig:
+    """The model (see ``parser.tagger.model.Tagger``) and the training run."""
+
+    word_dim: int = 100
+    char_dim: int = 50
+    char_hidden: int = 100
+    char_out: int = 100
+    lstm_hidden: int = 200
+    lstm_layers: int = 2
+    dropout: float = 0.33
+    word_dropout: float = 0.25
+    max_train_sentences: Optional[int] = None  # the first n training sentences, for quick runs
+    max_epochs: int = 30
+    max_steps: Optional[int] = None  # stop after this many optimiser steps (null: epochs only)
+    eval_every: Optional[int] = None  # steps between dev evaluations; null: once per epoch
+    patience: Optional[int] = 8  # dev evaluations without a gain before stopping; null: never
+    seed: int = 1
+    threads: int = 1  # torch.set_num_threads (the machine is shared)
+    checkpoint_dir: Optional[str] = None  # null: <run dir>/checkpoints
+    log_every: int = 100  # steps between log lines
+
+
+@dataclass
+class TaggerRunConfig:
+    data: TagDataConfig = field(default_factory=TagDataConfig)
+    tagger: TaggerConfig = field(default_factory=TaggerConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    # {term name: options}; a `ge` term also takes top_forms, suffixes, smoothing (its
+    # constraints: see parser.tagger.data.build_constraints)
+    objective: Dict[str, Any] = field(default_factory=dict)
+    name: str = "tagger"
+
+
+def tagger_config_dir() -> Path:
+    """``configs/tagger`` beside the package."""
+    path = REPO_ROOT / "configs" / "tagger"
+    if not (path / "tagger.yaml").is_file():
+        raise FileNotFoundError(f"tagger configs not found: {path / 'tagger.yaml'}")
+    return path
+
+
+def register_tagger_configs() -> None:
+    """Store the schema (idempotent) and the ``repo_root`` resolver the fixture config uses."""
+    ConfigStore.instance().store(name="tagger_base_config", node=TaggerRunConfig)
+    if not OmegaConf.has_resolver("repo_root"):
+        OmegaConf.register_new_resolver("repo_root", lambda: str(REPO_ROOT))

@@ -1,0 +1,58 @@
+"""Small tagging batches and brute-force chain quantities for the tagger tests."""
+
+from __future__ import annotations
+
+import torch
+
+from parser.data.batching import collate, encode_all
+from parser.data.conllu_io import Sentence
+from parser.data.vocab import Vocabularies
+from parser.tagger.model import TaggerOutput
+from parser.structs.linear_chain import LinearChainCRF
+from tests.structs.brute_chain import enumerate_chain
+
+TAGS = ["DET", "NOUN", "VERB"]
+
+
+def sentence(forms: list[str], tags: list[str | None]) -> Sentence:
+    n = len(forms)
+    return Sentence([], forms, ["_"] * n, list(tags), [-1] * n, [None] * n, "<test>", 1, [1] * n, [])
+
+
+def corpus() -> list[Sentence]:
+    """Three short sentences over three tags (first tag order fixes the tag ids by frequency)."""
+    return [
+        sentence(["The", "dog", "barks"], ["DET", "NOUN", "VERB"]),
+        sentence(["the", "Cats", "walked", "slowly"], ["DET", "NOUN", "VERB", "VERB"]),
+        sentence(["Dogs", "bark"], ["NOUN", "VERB"]),
+    ]
+
+
+def vocabs_of(sentences: list[Sentence]) -> Vocabularies:
+    return Vocabularies.build(sentences, min_freq=1)
+
+
+def batch_of(sentences: list[Sentence], vocabs: Vocabularies):
+    return collate(encode_all(sentences, vocabs), labeled=False)
+
+
+def random_output(batch, n_tags: int, *, seed: int) -> tuple[TaggerOutput, torch.Tensor]:
+    """A TaggerOutput over random float64 scores ``[B, T, S, S]`` (leaf tensor returned too)."""
+    generator = torch.Generator().manual_seed(seed)
+    positions = batch.words.shape[1] - 1
+    scores = torch.randn(batch.size, positions, n_tags, n_tags, generator=generator,
+                         dtype=torch.float64, requires_grad=True)
+    emissions = torch.zeros(batch.size, positions, n_tags, dtype=torch.float64)
+    return TaggerOutput(LinearChainCRF(scores, batch.lengths), emissions), scores
+
+
+def brute_unary(scores: torch.Tensor, n: int) -> torch.Tensor:
+    """``[n, S]`` p(y_i = s) of one sentence by enumeration (differentiable in ``scores``)."""
+    seqs, _, log_weights, log_z = enumerate_chain(scores, n)
+    probs = (log_weights - log_z).exp()
+    states = scores.shape[-1]
+    onehot = torch.zeros(len(seqs), n, states, dtype=torch.float64)
+    for k, seq in enumerate(seqs):
+        for i, tag in enumerate(seq):
+            onehot[k, i, tag] = 1.0
+    return torch.einsum("k,kis->is", probs, onehot)
