@@ -1,0 +1,344 @@
+"""Data-parallel training with ``torch.distributed`` and ``DistributedDataParallel`` (``torchrun``).
+
+``trainer.distributed``: ``auto`` (distributed when ``torchrun`` set ``RANK``/``WORLD_SIZE`` with
+more than one process), ``on`` (required; a plain launch is an error), ``off`` (one process;
+a multi-process launch is an error). The same config runs either way.
+
+What each rank does (``W`` ranks, rank ``r``):
+
+- the process group is gloo on the CPU, NCCL on CUDA (``cuda:LOCAL_RANK``);
+- the training streams split each global batch by sentence (``BucketBatcher(num_replicas=W,
+  rank=r)``): together the ranks see exactly the batches of one process;
+- the scorer runs under DDP, which averages gradients over ranks. Per-token losses (all but GE)
+  are multiplied by ``W * T_r / T`` (``T_r`` this rank's words, ``T`` the global batch's), so the
+  averaged gradient is that of ``sum / T``: the 1-process gradient of the same global batch.
+  GE terms all-reduce their ``GEAggregate`` (differentiable; its backward sums the ranks'
+  gradients, which DDP's average undoes), so every rank holds the global GE loss, unscaled.
+  The corpus-level GE cache is kept identical on every rank from all ranks' sentences;
+- logged scalars are averaged over ranks (after the scaling above that is the global value);
+  a step is skipped on every rank when the loss is non-finite on any;
+- rank 0 alone evaluates on dev (the scores are broadcast, so early stopping agrees), writes
+  TensorBoard, checkpoints (with every rank's RNG state) and predictions; the others wait.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch import Tensor, nn
+
+from parser.objectives.base import Output, ParserOutput
+from parser.objectives.ge import GEAggregate, GeneralizedExpectation
+from parser.objectives.weighted import WeightedSum
+
+__all__ = [
+    "MODES",
+    "DistributedContext",
+    "DistributedObjective",
+    "DistributedParser",
+    "init_distributed",
+]
+
+log = logging.getLogger(__name__)
+
+MODES = ("auto", "off", "on")
+
+
+@dataclass(frozen=True)
+class DistributedContext:
+    """This process's place in the run; the default is one process (every call a no-op)."""
+
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+    backend: str | None = None  # None: no process group
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+
+    @property
+    def enabled(self) -> bool:
+        return self.backend is not None
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    # -- wrapping ----------------------------------------------------------------------------------
+
+    def wrap(self, model: nn.Module):
+        """``batch -> ParserOutput``: the model itself, or its DDP replica when distributed."""
+        return DistributedParser(model, self) if self.enabled else model
+
+    def objective(self, objective: WeightedSum):
+        """The objective itself, or one with the global normalisation when distributed."""
+        return DistributedObjective(objective, self) if self.enabled else objective
+
+    def reseed(self, seed: int) -> None:
+        """Distinct dropout streams per rank (``seed + rank``); one process keeps its stream."""
+        if self.enabled:
+            random.seed(seed + self.rank)
+            np.random.seed(seed + self.rank)
+            torch.manual_seed(seed + self.rank)
+
+    # -- collectives (no-ops in one process) -------------------------------------------------------
+
+    def all_finite(self, loss: Tensor) -> bool:
+        """True when ``loss`` is finite on every rank (all ranks must agree to step)."""
+        finite = bool(torch.isfinite(loss.detach()).all())
+        if not self.enabled:
+            return finite
+        flag = torch.tensor([1.0 if finite else 0.0], device=self.device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+        return bool(flag.item() > 0)
+
+    def sum_scalars(self, values: Mapping[str, float | Tensor]) -> dict[str, float]:
+        """Each value summed over ranks (keys must be the same on every rank)."""
+        keys = sorted(values)
+        if not self.enabled:
+            return {k: float(values[k]) for k in keys}
+        stacked = torch.tensor([float(values[k]) for k in keys], dtype=torch.float64, device=self.device)
+        dist.all_reduce(stacked)
+        return dict(zip(keys, stacked.tolist()))
+
+    def mean_scalars(self, values: Mapping[str, float | Tensor]) -> dict[str, float]:
+        """Each value averaged over ranks."""
+        return {k: v / self.world_size for k, v in self.sum_scalars(values).items()}
+
+    def broadcast_object(self, value: Any) -> Any:
+        """Rank 0's ``value`` on every rank (pickled)."""
+        if not self.enabled:
+            return value
+        box = [value if self.is_main else None]
+        dist.broadcast_object_list(box, src=0, device=self.device if self.backend == "nccl" else None)
+        return box[0]
+
+    def gather_object(self, value: Any) -> list[Any]:
+        """Every rank's ``value``, in rank order, on every rank."""
+        if not self.enabled:
+            return [value]
+        found: list[Any] = [None] * self.world_size
+        dist.all_gather_object(found, value)
+        return found
+
+    def barrier(self) -> None:
+        if self.enabled:
+            dist.barrier(device_ids=[self.local_rank]) if self.backend == "nccl" else dist.barrier()
+
+    def shutdown(self) -> None:
+        """Wait for every rank, then leave the process group."""
+        if self.enabled and dist.is_initialized():
+            self.barrier()
+            dist.destroy_process_group()
+
+
+def _env_int(name: str) -> int:
+    raw = os.environ.get(name)
+    try:
+        return int(raw)
+    except (TypeError, ValueError):
+        raise ValueError(f"environment variable {name}={raw!r}: expected an integer (set by torchrun)") from None
+
+
+def init_distributed(mode: str, *, device: str) -> DistributedContext:
+    """The context for ``trainer.distributed=mode`` and ``trainer.device=device``; joins the
+    process group when distributed (``env://``: ``MASTER_ADDR``, ``MASTER_PORT`` from torchrun)."""
+    from parser.train.components import resolve_device
+
+    mode = str(getattr(mode, "value", mode))
+    if mode not in MODES:
+        raise ValueError(f"trainer.distributed={mode!r}: expected one of {', '.join(MODES)}")
+    launched = "RANK" in os.environ and "WORLD_SIZE" in os.environ
+    world_size = _env_int("WORLD_SIZE") if launched else 1
+    if mode == "on" and not launched:
+        raise ValueError(
+            "trainer.distributed=on: RANK/WORLD_SIZE are not set; launch with "
+            "`torchrun --nproc_per_node=N -m parser.train ...`"
+        )
+    if mode == "off" and world_size > 1:
+        raise ValueError(
+            f"trainer.distributed=off but torchrun started {world_size} processes: each would "
+            "train alone and write the same files; use trainer.distributed=auto"
+        )
+    if mode == "off" or (mode == "auto" and world_size <= 1):
+        return DistributedContext(device=resolve_device(device))
+    rank, local_rank = _env_int("RANK"), _env_int("LOCAL_RANK") if "LOCAL_RANK" in os.environ else 0
+    if not 0 <= rank < world_size:
+        raise ValueError(f"environment: RANK={rank} not in 0..{world_size - 1}")
+    local = _local_device(device, local_rank)
+    backend = "nccl" if local.type == "cuda" else "gloo"
+    if local.type == "cuda":
+        torch.cuda.set_device(local)
+    if dist.is_initialized():
+        if dist.get_world_size() != world_size or dist.get_rank() != rank:
+            raise ValueError(
+                f"a process group of world size {dist.get_world_size()} (rank {dist.get_rank()}) "
+                f"already exists; the environment says {world_size} (rank {rank})"
+            )
+        backend = dist.get_backend()
+    else:
+        dist.init_process_group(backend, init_method="env://", rank=rank, world_size=world_size)
+    log.info("distributed: rank %d of %d (local rank %d), %s on %s", rank, world_size,
+             local_rank, backend, local)
+    return DistributedContext(rank=rank, world_size=world_size, local_rank=local_rank,
+                              backend=backend, device=local)
+
+
+def _local_device(name: str, local_rank: int) -> torch.device:
+    """``auto``/``cuda``: ``cuda:LOCAL_RANK`` when CUDA exists (``auto``: else the CPU)."""
+    if name == "cpu" or (name == "auto" and not torch.cuda.is_available()):
+        return torch.device("cpu")
+    if name not in ("auto", "cuda"):
+        raise ValueError(
+            f"trainer.device={name!r}: under torchrun each process uses cuda:LOCAL_RANK; "
+            "set trainer.device=cuda, auto or cpu"
+        )
+    if not torch.cuda.is_available():
+        raise ValueError(f"trainer.device={name!r}: CUDA is not available on this machine")
+    if local_rank >= torch.cuda.device_count():
+        raise ValueError(
+            f"LOCAL_RANK={local_rank} but this node has {torch.cuda.device_count()} GPU(s): "
+            "start at most one process per GPU (torchrun --nproc_per_node)"
+        )
+    return torch.device("cuda", local_rank)
+
+
+class _EdgeScoreTensors(nn.Module):
+    """The parser's scorer with plain tensors out, so that DDP sees every output: arcs and
+    labels feed its unused-parameter detection (the label scorer is idle on unlabeled steps)."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, batch) -> tuple[Tensor, Tensor | None]:
+        scores = self.model.scorer(batch)
+        return scores.arcs, scores.labels
+
+
+class DistributedParser:
+    """``batch -> ParserOutput`` through DDP; ``model`` (a ``ParserModel``) keeps the weights
+    (checkpoints, evaluation and decoding use it directly)."""
+
+    def __init__(self, model: nn.Module, context: DistributedContext) -> None:
+        from torch.nn.parallel import DistributedDataParallel
+
+        self.model = model
+        ids = [context.local_rank] if context.device.type == "cuda" else None
+        # DDP copies rank 0's weights to every rank here.
+        self.ddp = DistributedDataParallel(
+            _EdgeScoreTensors(model), device_ids=ids, find_unused_parameters=True
+        )
+
+    def __call__(self, batch) -> ParserOutput:
+        from parser.models import to_output
+        from parser.models.edge_scores import EdgeScores
+
+        arcs, labels = self.ddp(batch)
+        return to_output(EdgeScores(arcs, labels), batch.lengths, labels=self.model.labels,
+                         single_root=self.model.single_root)
+
+
+class DistributedObjective:
+    """A ``WeightedSum`` evaluated on one rank's share of a global batch, so that DDP's averaged
+    gradient and the rank-averaged logs equal the 1-process ones (see the module docstring)."""
+
+    def __init__(self, objective: WeightedSum, context: DistributedContext) -> None:
+        if not isinstance(objective, WeightedSum):
+            raise ValueError(f"DistributedObjective: expected a WeightedSum, got {type(objective).__name__}")  # noqa: TRY004
+        self.objective = objective
+        self.context = context
+
+    def token_share(self, batch) -> float:
+        """``W * T_r / T``: this rank's words over the global batch's, times the world size."""
+        tokens = torch.tensor([float(batch.n_tokens)], dtype=torch.float64, device=self.context.device)
+        dist.all_reduce(tokens)
+        return self.context.world_size * batch.n_tokens / max(float(tokens.item()), 1.0)
+
+    def __call__(self, out: ParserOutput, batch, *, step: int = 0) -> Output:
+        share = self.token_share(batch)
+        total = None
+        logs: dict[str, Tensor] = {}
+        for term in self.objective.terms:
+            if not term.applies_to(batch):
+                continue
+            weight = term.weight_at(step)
+            if isinstance(term.objective, GeneralizedExpectation):
+                ge = term.objective
+                result, scale = ge.loss_of(global_ge_aggregate(ge, out, batch, self.context)), 1.0
+                result = Output(result.loss.to(out.dist.scores.dtype), result.logs)
+            else:
+                result, scale = term.objective(out, batch), share
+            if weight != 0.0:
+                part = weight * scale * result.loss
+                total = part if total is None else total + part
+            logs.update({f"{term.name}/{k}": v * scale for k, v in result.logs.items()})
+            logs[f"{term.name}/weight"] = torch.tensor(weight)
+        if total is None:  # a zero inside the graph, so that backward (and DDP) still run
+            scores = out.dist.scores
+            total = torch.where(torch.isfinite(scores), scores, 0.0).sum() * 0.0
+        logs["total"] = total.detach()
+        return Output(total, logs)
+
+
+def global_ge_aggregate(
+    ge: GeneralizedExpectation, out: ParserOutput, batch, context: DistributedContext
+) -> GEAggregate:
+    """The GE totals of the global batch (``aggregate="batch"``) or of the corpus seen so far by
+    all ranks (``"corpus"``), the live part all-reduced with autograd. ``[K]`` float64 each."""
+    expected, counts = ge.sentence_expectations(out, batch)  # [B_r, K]
+    live_expected = _SumOverRanks.apply(expected.sum(0))
+    live_counts = counts.sum(0).clone()
+    dist.all_reduce(live_counts)
+    if ge.aggregate == "batch":
+        return GEAggregate(live_expected, live_counts)
+    if batch.index is None:
+        raise ValueError("GeneralizedExpectation(aggregate='corpus') needs batch.index (sentence ids)")
+    index, rows_expected, rows_counts = _gather_rows(batch.index.to(expected.device), expected.detach(), counts, context)
+    # Every rank holds the same cache: totals outside the global batch, plus its live sum.
+    zeros = torch.zeros_like(rows_expected)
+    cached_expected, cached_counts = ge.cache.corpus_totals(index, zeros, zeros)
+    ge.cache.update(index, rows_expected, rows_counts)
+    return GEAggregate(cached_expected + live_expected, cached_counts + live_counts)
+
+
+class _SumOverRanks(torch.autograd.Function):
+    """All-reduce (sum) with autograd: the backward sums the ranks' incoming gradients, as
+    ``torch.distributed.nn.functional.all_reduce`` does (deprecated in torch 2.13)."""
+
+    @staticmethod
+    def forward(ctx, tensor: Tensor) -> Tensor:
+        total = tensor.clone(memory_format=torch.contiguous_format)
+        dist.all_reduce(total)
+        return total
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> Tensor:
+        total = grad.clone(memory_format=torch.contiguous_format)
+        dist.all_reduce(total)
+        return total
+
+
+def _gather_rows(
+    index: Tensor, expected: Tensor, counts: Tensor, context: DistributedContext
+) -> tuple[Tensor, Tensor, Tensor]:
+    """All ranks' ``index [B_r]``, ``expected [B_r, K]``, ``counts [B_r, K]`` concatenated (gloo
+    gathers equal shapes only: rows are padded to the largest ``B_r`` and cut again)."""
+    sizes = torch.tensor([index.shape[0]], device=index.device)
+    all_sizes = [torch.zeros_like(sizes) for _ in range(context.world_size)]
+    dist.all_gather(all_sizes, sizes)
+    width = int(max(s.item() for s in all_sizes))
+    pad = width - index.shape[0]
+    packed = torch.cat([index.to(torch.float64)[:, None], expected, counts], dim=1)
+    packed = torch.cat([packed, packed.new_zeros(pad, packed.shape[1])])
+    gathered = [torch.zeros_like(packed) for _ in range(context.world_size)]
+    dist.all_gather(gathered, packed)
+    rows = torch.cat([g[: int(s.item())] for g, s in zip(gathered, all_sizes)])
+    k = expected.shape[1]
+    return rows[:, 0].round().long(), rows[:, 1 : 1 + k], rows[:, 1 + k :]
