@@ -1,0 +1,428 @@
+"""Cost of a training step of the default biaffine parser under each objective (issues 3 and 4).
+
+Real EWT training sentences, length-bucketed batches of the default token budget (the batcher of
+``parser.data``, shuffled with the trainer's seed), the default biaffine hyper-parameters and AdamW
+(``configs/model/biaffine.yaml``, ``configs/optim/adamw.yaml``), one thread. A step is what the
+trainer does: forward, loss, backward, gradient clipping, optimiser and schedule step. Variants:
+
+  a  tree CRF likelihood, labels by a classifier (the default config)
+  b  Dozat & Manning's per-word head cross-entropy (+ the same label classifier loss)
+  c  Shannon entropy of the tree CRF, the same batch as unlabeled text
+  d  GE with the ``ud_universal`` constraints, the same batch as unlabeled text
+  e  joint labeled tree CRF likelihood
+
+Timing: every variant has its own model (same initial weights) and optimiser in one process; each
+batch is run by every variant in turn (the order rotated per batch) so that the load of a shared
+machine drifts over all variants alike; the median over the timed batches is reported, and
+ratios are medians of the per-batch ratios. The loss part alone (scores -> loss -> backward to the
+scores, through ``to_output``) is timed the same way. Peak memory: peak RSS (``VmHWM``) of a fresh
+subprocess per variant running the heaviest timed batches.
+
+    taskset -c 1 .venv/bin/python experiments/bench_step_cost.py      # writes results/step_cost.md
+    .venv/bin/python experiments/bench_step_cost.py --quick           # smoke run, prints only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from common import markdown_table, ud_root, write_result
+from omegaconf import OmegaConf
+
+from parser.config import DataConfig, ModelConfig, OptimConfig, TrainerConfig, config_dir
+from parser.constraints import load_constraints
+from parser.data import (
+    BucketBatcher,
+    Vocabularies,
+    encode_all,
+    read_conllu,
+    resolve_ud_root,
+    treebank_file,
+)
+from parser.models import EdgeScores, build_scorer, scorer_options, to_output
+from parser.objectives import build_objective
+from parser.train.optim import build_optimizer, build_scheduler
+
+
+@dataclass(frozen=True)
+class Variant:
+    title: str
+    labels: str  # label mode of to_output: classifier | joint
+    objective: str | dict  # a configs/objective group file, or terms
+    labeled: bool  # False: the batch's heads and relations are dropped
+
+
+VARIANTS = {
+    "a": Variant(
+        "tree CRF likelihood, classifier labels (default)", "classifier", "likelihood", True
+    ),
+    "b": Variant("Dozat local head cross-entropy", "classifier", "local", True),
+    "c": Variant("entropy, unlabeled batch", "classifier", {"entropy": {"weight": 1.0}}, False),
+    "d": Variant("GE ud_universal, unlabeled batch", "classifier", "ge", False),
+    "e": Variant("joint labeled tree CRF likelihood", "joint", "likelihood", True),
+}
+
+
+def group(name: str, option: str, schema: type):
+    """A config group file merged onto its typed schema, as Hydra composes it."""
+    node = OmegaConf.merge(
+        OmegaConf.structured(schema), OmegaConf.load(config_dir() / name / f"{option}.yaml")
+    )
+    return OmegaConf.to_object(node)
+
+
+def prepare(path: Path, *, n_batches: int, quick: bool) -> dict:
+    """Read EWT train, build vocabularies and the first ``n_batches`` batches of epoch 0."""
+    data = group("data", "en_ewt", DataConfig)
+    seed = group("trainer", "default", TrainerConfig).seed
+    try:
+        root = resolve_ud_root(data.root)
+    except ValueError:
+        root = ud_root()  # the shared copy beside the repo when data/ud is not linked
+    start = time.perf_counter()
+    sentences = list(read_conllu(treebank_file(root, data.treebank, "train")))
+    vocabs = Vocabularies.build(sentences, min_freq=data.min_freq)
+    if quick:
+        sentences = sentences[:1000]
+    tokens = 500 if quick else data.tokens_per_batch
+    batcher = BucketBatcher(
+        encode_all(sentences, vocabs),
+        tokens_per_batch=tokens,
+        shuffle=True,
+        seed=seed,
+        max_length=data.max_length,
+    )
+    batches = []
+    for batch in batcher.epoch(0):
+        batches.append(batch)
+        if len(batches) == n_batches:
+            break
+    prepared = {
+        "batches": batches,
+        "sizes": vocabs.sizes(),
+        "upos_names": vocabs.upos.tokens,
+        "tokens_per_batch": tokens,
+        "n_train": len(sentences),
+        "root": str(root),
+    }
+    torch.save(prepared, path)
+    print(
+        f"prepared {len(batches)} batches from {len(sentences)} sentences in "
+        f"{time.perf_counter() - start:.1f} s",
+        flush=True,
+    )
+    return prepared
+
+
+class Runner:
+    """One variant's model, optimiser, schedule and objective."""
+
+    def __init__(self, variant: Variant, prepared: dict, *, seed: int) -> None:
+        model_cfg = group("model", "biaffine", ModelConfig)
+        self.optim_cfg = group("optim", "adamw", OptimConfig)
+        self.variant, self.single_root = variant, model_cfg.single_root
+        sizes = prepared["sizes"]
+        options = {name: getattr(model_cfg, name) for name in scorer_options("biaffine")}
+        torch.manual_seed(seed)  # the same initial weights for every variant
+        self.model = build_scorer(
+            "biaffine",
+            n_words=sizes["words"],
+            n_chars=sizes["chars"],
+            n_upos=sizes["upos"],
+            n_rels=sizes["rels"],
+            options=options,
+        )
+        self.model.train()
+        self.optimizer = build_optimizer(self.model.parameters(), self.optim_cfg)
+        total_steps = group("trainer", "default", TrainerConfig).max_steps
+        self.scheduler = build_scheduler(self.optimizer, self.optim_cfg, total_steps=total_steps)
+        terms = variant.objective
+        if isinstance(terms, str):
+            terms = OmegaConf.to_container(
+                OmegaConf.load(config_dir() / "objective" / f"{terms}.yaml")
+            )["terms"]
+        uses_ge = any((o or {}).get("type", n) == "ge" for n, o in terms.items())
+        constraints = load_constraints("ud_universal", prepared["upos_names"]) if uses_ge else None
+        self.objective = build_objective(terms, constraints=constraints)
+
+    def batch(self, batch):
+        return batch if self.variant.labeled else batch.without_annotation()
+
+    def step(self, batch) -> float:
+        """Seconds for one full training step on ``batch``."""
+        batch = self.batch(batch)
+        start = time.perf_counter()
+        out = to_output(
+            self.model(batch),
+            batch.lengths,
+            labels=self.variant.labels,
+            single_root=self.single_root,
+        )
+        loss = self.objective(out, batch).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.optim_cfg.clip_norm)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        elapsed = time.perf_counter() - start
+        if not torch.isfinite(loss):
+            raise ValueError(f"variant {self.variant.title}: non-finite loss {float(loss)}")
+        return elapsed
+
+    def loss_part(self, batch, edge: EdgeScores) -> float:
+        """Seconds for scores -> loss -> backward to the scores (``edge`` detached, from a forward)."""
+        batch = self.batch(batch)
+        arcs = edge.arcs.detach().clone().requires_grad_()
+        labels = edge.labels.detach().clone().requires_grad_()
+        start = time.perf_counter()
+        out = to_output(
+            EdgeScores(arcs, labels),
+            batch.lengths,
+            labels=self.variant.labels,
+            single_root=self.single_root,
+        )
+        self.objective(out, batch).loss.backward()
+        return time.perf_counter() - start
+
+
+def rotated(names: list[str], i: int) -> list[str]:
+    return names[i % len(names) :] + names[: i % len(names)]
+
+
+def time_variants(prepared: dict, *, warmup: int, seed: int) -> dict:
+    names = list(VARIANTS)
+    runners = {name: Runner(VARIANTS[name], prepared, seed=seed) for name in names}
+    steps = {name: [] for name in names}
+    parts = {name: [] for name in names}
+    for i, batch in enumerate(prepared["batches"]):
+        for name in rotated(names, i):
+            elapsed = runners[name].step(batch)
+            if i >= warmup:
+                steps[name].append(elapsed)
+        with torch.no_grad():
+            edge = runners["a"].model(batch)
+        for name in rotated(names, i):
+            elapsed = runners[name].loss_part(batch, edge)
+            if i >= warmup:
+                parts[name].append(elapsed)
+        print(
+            f"batch {i}: B={batch.size} N={int(batch.lengths.max())} "
+            + " ".join(f"{n}={steps[n][-1] * 1e3:.0f}ms" if i >= warmup else n for n in names),
+            flush=True,
+        )
+    return {"steps": steps, "parts": parts}
+
+
+def heaviest(batches: list, warmup: int, k: int = 2) -> list[int]:
+    """Indices of the timed batches with the largest B (N+1)^2 and B (N+1)."""
+    timed = range(warmup, len(batches))
+    n2 = max(timed, key=lambda i: batches[i].size * (int(batches[i].lengths.max()) + 1) ** 2)
+    n1 = max(timed, key=lambda i: batches[i].size * (int(batches[i].lengths.max()) + 1))
+    return sorted({n2, n1})[:k]
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process in MB: ``VmHWM``, the high-water mark of the current
+    address space. (On Linux ``ru_maxrss`` survives fork + exec, so a child would report its
+    parent's peak; it is only the fallback where /proc is missing.)"""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            line = next(line for line in status if line.startswith("VmHWM:"))
+        return int(line.split()[1]) / 1024
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def memory_child(path: Path, name: str, indices: list[int], seed: int) -> None:
+    """Run in a fresh process: peak RSS after set-up and after the steps, as JSON on stdout."""
+    torch.set_num_threads(1)
+    prepared = torch.load(path, weights_only=False)
+    runner = Runner(VARIANTS[name], prepared, seed=seed)
+    setup = peak_rss_mb()
+    for i in indices:
+        runner.step(prepared["batches"][i])
+    print(json.dumps({"setup_mb": setup, "peak_mb": peak_rss_mb()}))
+
+
+def memory(path: Path, indices: list[int], seed: int) -> dict:
+    result = {}
+    for name in VARIANTS:
+        command = [
+            sys.executable,
+            __file__,
+            "--memory-child",
+            name,
+            "--prepared",
+            str(path),
+            "--indices",
+            ",".join(map(str, indices)),
+            "--seed",
+            str(seed),
+        ]
+        out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+        result[name] = json.loads(out.strip().splitlines()[-1])
+        print(f"memory {name}: {result[name]}", flush=True)
+    return result
+
+
+def report(prepared: dict, timed: dict, mem: dict, *, warmup: int, indices: list[int]) -> str:
+    batches = prepared["batches"][warmup:]
+    steps, parts = timed["steps"], timed["parts"]
+    sentences = sum(b.size for b in batches)
+    tokens = sum(b.n_tokens for b in batches)
+
+    def ratio(name: str, base: str, table: dict) -> float:
+        return statistics.median(x / y for x, y in zip(table[name], table[base]))
+
+    rows = []
+    for name, variant in VARIANTS.items():
+        total = sum(steps[name])
+        rows.append(
+            [
+                f"({name}) {variant.title}",
+                statistics.median(steps[name]) * 1e3,
+                ratio(name, "b", steps),
+                ratio(name, "a", steps),
+                sentences / total,
+                tokens / total,
+                round(mem[name]["peak_mb"]),
+                round(mem[name]["peak_mb"] - mem[name]["setup_mb"]),
+            ]
+        )
+    step_table = markdown_table(
+        [
+            "variant",
+            "ms/step (median)",
+            "x (b)",
+            "x (a)",
+            "sentences/s",
+            "tokens/s",
+            "peak RSS MB",
+            "RSS growth in steps MB",
+        ],
+        rows,
+    )
+    part_rows = []
+    for name, variant in VARIANTS.items():
+        part_rows.append(
+            [
+                f"({name}) {variant.title}",
+                statistics.median(parts[name]) * 1e3,
+                statistics.median(p / s for p, s in zip(parts[name], steps[name])),
+                ratio(name, "b", parts),
+                statistics.median(p - q for p, q in zip(parts[name], parts["b"])) * 1e3,
+            ]
+        )
+    part_table = markdown_table(
+        [
+            "variant",
+            "loss part ms (median)",
+            "share of its step",
+            "x (b) loss part",
+            "minus (b) ms",
+        ],
+        part_rows,
+    )
+    shapes = ", ".join(f"{b.size}x{int(b.lengths.max())}" for b in batches)
+    heavy = ", ".join(
+        f"{prepared['batches'][i].size}x{int(prepared['batches'][i].lengths.max())}"
+        for i in indices
+    )
+    crf = ratio("a", "b", steps)
+    unlabeled = max(ratio("c", "a", steps), ratio("d", "a", steps))
+    return f"""Setting: {len(batches)} timed batches (after {warmup} warm-up) of EWT train, the first of epoch 0 of the
+default batcher (token budget {prepared["tokens_per_batch"]}, seed of the default trainer), {sentences} sentences,
+{tokens} words; default biaffine model and AdamW; one thread; a step = forward, loss, backward,
+clipping, optimiser and schedule step. All variants see the same batches, interleaved batch by
+batch in one process. `x (b)`, `x (a)`: median over batches of the per-batch time ratio.
+sentences/s and tokens/s: over the sum of the timed steps. Peak RSS: `VmHWM` of a fresh
+process per variant (torch, model, optimiser, the batches) after running the heaviest timed batches
+({heavy}, B x longest); growth: that peak minus the peak after set-up.
+
+The machine is shared with other jobs (2 cores, pinned to one): absolute times are noisy; the
+ratios are from this one run.
+
+{step_table}
+
+Where the time goes: the loss part alone, i.e. edge scores (detached leaves, from a forward of the
+model on the same batch) -> `to_output` -> objective -> backward to the scores.
+
+{part_table}
+
+Issue 3 (the CRF adds at most 15% over the local loss): (a)/(b) = {crf:.3f}
+({"met" if crf <= 1.15 else "NOT met"}).
+Issue 4 (entropy or GE on an unlabeled batch at most 1.5x a supervised step): max((c)/(a), (d)/(a)) =
+{unlabeled:.3f} ({"met" if unlabeled <= 1.5 else "NOT met"}).
+Default config (a): {sentences / sum(steps["a"]):.1f} sentences/s, {tokens / sum(steps["a"]):.0f} tokens/s, peak RSS
+{mem["a"]["peak_mb"]:.0f} MB.
+
+Batches (B x longest sentence): {shapes}."""
+
+
+DEFAULTS = {"batches": 20, "warmup": 2, "seed": 0}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--batches", type=int, default=DEFAULTS["batches"], help="timed batches")
+    parser.add_argument(
+        "--warmup", type=int, default=DEFAULTS["warmup"], help="untimed batches first"
+    )
+    parser.add_argument("--seed", type=int, default=DEFAULTS["seed"], help="initial weights")
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke run: 1000 sentences, small batches, print only"
+    )
+    parser.add_argument("--memory-child", help=argparse.SUPPRESS)
+    parser.add_argument("--prepared", help=argparse.SUPPRESS)
+    parser.add_argument("--indices", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    if args.memory_child:
+        memory_child(
+            Path(args.prepared),
+            args.memory_child,
+            [int(i) for i in args.indices.split(",")],
+            args.seed,
+        )
+        return
+    if args.quick:
+        args.batches, args.warmup = min(args.batches, 3), min(args.warmup, 1)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "batches.pt"
+        prepared = prepare(path, n_batches=args.warmup + args.batches, quick=args.quick)
+        timed = time_variants(prepared, warmup=args.warmup, seed=args.seed)
+        indices = heaviest(prepared["batches"], args.warmup)
+        mem = memory(path, indices, args.seed)
+    pinned = "taskset -c 1 " if len(os.sched_getaffinity(0)) == 1 else ""
+    options = [
+        f"--{key} {value}"
+        for key, value in (("batches", args.batches), ("warmup", args.warmup), ("seed", args.seed))
+        if value != DEFAULTS[key]
+    ]
+    options += ["--quick"] if args.quick else []
+    command = " ".join([f"{pinned}.venv/bin/python experiments/bench_step_cost.py", *options])
+    body = report(prepared, timed, mem, warmup=args.warmup, indices=indices)
+    if args.quick:
+        print(body)
+    else:
+        write_result(
+            "step_cost.md",
+            "Cost of a training step: tree CRF objectives vs the local loss",
+            command,
+            body,
+        )
+
+
+if __name__ == "__main__":
+    main()
