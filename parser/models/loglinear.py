@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from parser.data.batch import Batch
@@ -77,58 +78,70 @@ class LogLinearScorer(nn.Module):
             labels = self.label_scores(batch, direction=direction, distance=distance)
         return EdgeScores(arcs=arcs, labels=labels)
 
-    def _weight(self, table: nn.Embedding, ids: Tensor) -> Tensor:
-        return table(ids % table.num_embeddings).squeeze(-1)
+    def _lookup(self, table: nn.Embedding, ids: list[Tensor]) -> list[Tensor]:
+        """The weights of each id tensor, keeping its shape. One embedding call for all of them:
+        each call's backward materialises a gradient the size of the whole table."""
+        flat = torch.cat([i.reshape(-1) for i in ids]) % table.num_embeddings
+        if table.sparse:
+            weights = F.embedding(flat, table.weight, sparse=True).squeeze(-1)
+        else:  # index_select's backward (index_add) is several times faster than embedding's
+            weights = table.weight.squeeze(-1).index_select(0, flat)
+        return [w.view(i.shape) for w, i in zip(weights.split([i.numel() for i in ids]), ids)]
 
     def arc_scores(self, batch: Batch, *, direction: Tensor, distance: Tensor) -> Tensor:
         """``[B, dep, head]``; ``direction``, ``distance`` ``[N+1, N+1]`` from
         ``direction_and_distance``."""
         batch_size, width = batch.words.shape
         sources = arc_sources(batch.words, batch.upos, batch.lengths, n_upos=self.n_upos)
-        scores = self.weights.weight.new_zeros(batch_size, width, width)
+        ids = []
         for template, names in enumerate(ARC_TEMPLATES):  # a loop over templates, not tokens
             plain = hash_values(template, *(sources[name] for name in names))
-            conjoined = hash_extend(plain, direction, distance)
-            scores = (
-                scores + self._weight(self.weights, plain) + self._weight(self.weights, conjoined)
-            )
+            ids += [plain, hash_extend(plain, direction, distance)]
+        # In between: (hp, t, dp) for each UPOS t, weighted by how many words between carry t.
+        # Its weights depend on tags, direction and distance only: hash the small table
+        # [T(head), T(dep), 2, bins, T(between)] once and gather it per arc.
+        device = batch.words.device
+        tags = torch.arange(self.n_upos, device=device)
+        t_head, t_dep = tags[:, None, None, None, None], tags[None, :, None, None, None]
+        dirs = torch.arange(2, device=device)[:, None, None]
+        bins = torch.arange(N_DISTANCE_BINS, device=device)[:, None]
+        plain = hash_values(BETWEEN_TEMPLATE, t_head, tags, t_dep)  # [T, T, 1, 1, T]
+        ids += [plain, hash_extend(plain, dirs, bins)]
 
-        # (hp, t, dp) for each UPOS t, weighted by how many words between carry t.
+        *weights, between_plain, between_conjoined = self._lookup(self.weights, ids)
+        scores = self.weights.weight.new_zeros(batch_size, width, width)
+        for weight in weights:  # shapes [B, 1, N+1], [B, N+1, 1] or [B, N+1, N+1]
+            scores = scores + weight
+        between = between_plain + between_conjoined  # [T, T, 2, bins, T]
+        per_arc = between[batch.upos[:, None, :], batch.upos[:, :, None], direction, distance]
         counts = between_counts(batch.upos, batch.lengths, n_upos=self.n_upos)
-        tags = torch.arange(self.n_upos, device=batch.words.device)
-        plain = hash_values(
-            BETWEEN_TEMPLATE, sources["hp"][..., None], tags, sources["dp"][..., None]
-        )
-        conjoined = hash_extend(plain, direction[..., None], distance[..., None])
-        weights = self._weight(self.weights, plain) + self._weight(self.weights, conjoined)
-        return scores + (weights * counts).sum(-1)
+        return scores + (per_arc * counts).sum(-1)  # per_arc, counts: [B, dep, head, T]
 
     def label_scores(self, batch: Batch, *, direction: Tensor, distance: Tensor) -> Tensor:
         """``[B, dep, head, L]``."""
         assert self.label_weights is not None
-        table = self.label_weights
         device = batch.words.device
         rels = torch.arange(self.n_rels, device=device)
         tags = torch.arange(self.n_upos, device=device)
         t_head, t_dep = tags[:, None, None, None], tags[None, :, None, None]
         dirs = torch.arange(2, device=device)
-
+        bins = torch.arange(N_DISTANCE_BINS, device=device)
+        bias, hp, dp, pair, pair_dir, dist, head_word, dep_word = self._lookup(
+            self.label_weights,
+            [
+                hash_values(LABEL_BIAS, rels),  # [L]
+                hash_values(LABEL_HP, t_head, rels),  # [T, 1, 1, L]
+                hash_values(LABEL_DP, t_dep, rels),  # [1, T, 1, L]
+                hash_values(LABEL_PAIR, t_head, t_dep, rels),  # [T, T, 1, L]
+                hash_values(LABEL_PAIR_DIR, t_head, t_dep, dirs[:, None], rels),  # [T, T, 2, L]
+                hash_values(LABEL_DIST, dirs[:, None, None], bins[:, None], rels),  # [2, bins, L]
+                hash_values(LABEL_HW, batch.words[:, None, :, None], rels),  # [B, 1, N+1, L]
+                hash_values(LABEL_DW, batch.words[:, :, None, None], rels),  # [B, N+1, 1, L]
+            ],
+        )
         # Every feature made of (head tag, dependent tag, direction) folds into one
         # [T(head), T(dep), 2, L] table, gathered once per arc.
-        pos_table = (
-            self._weight(table, hash_values(LABEL_BIAS, rels))
-            + self._weight(table, hash_values(LABEL_HP, t_head, rels))
-            + self._weight(table, hash_values(LABEL_DP, t_dep, rels))
-            + self._weight(table, hash_values(LABEL_PAIR, t_head, t_dep, rels))
-            + self._weight(table, hash_values(LABEL_PAIR_DIR, t_head, t_dep, dirs[:, None], rels))
-        )
-        bins = torch.arange(N_DISTANCE_BINS, device=device)
-        dist_table = self._weight(
-            table, hash_values(LABEL_DIST, dirs[:, None, None], bins[:, None], rels)
-        )
-
+        pos_table = bias + hp + dp + pair + pair_dir
         head_tag, dep_tag = batch.upos[:, None, :], batch.upos[:, :, None]
-        scores = pos_table[head_tag, dep_tag, direction] + dist_table[direction, distance]
-        head_word = self._weight(table, hash_values(LABEL_HW, batch.words[:, None, :, None], rels))
-        dep_word = self._weight(table, hash_values(LABEL_DW, batch.words[:, :, None, None], rels))
+        scores = pos_table[head_tag, dep_tag, direction] + dist[direction, distance]
         return scores + head_word + dep_word
