@@ -123,11 +123,21 @@ class Tagger(nn.Module):
         if self.training and self.word_dropout > 0:
             drop = (torch.rand(words.shape, device=words.device) < self.word_dropout) & present
             words = words.masked_fill(drop, UNK)  # a new tensor: the caller's batch is untouched
-        chars = self.char_encoder(batch.chars[:, 1:], present)
-        x = self.input_dropout(torch.cat([self.word_embed(words), chars], dim=-1))
+        x = self.input_dropout(torch.cat([self.word_embed(words), self.char_vectors(batch)], dim=-1))
         packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
         states, _ = pad_packed_sequence(self.lstm(packed)[0], batch_first=True, total_length=width)
         return self.emit(self.lstm_dropout(states))
+
+    def char_vectors(self, batch: Batch) -> Tensor:
+        """``[B, T, char_out]`` character-BiLSTM vectors of the words (0 on padding), computed
+        once per distinct form of the batch: the same result, about half the work on text."""
+        chars = batch.chars[:, 1:]
+        present = torch.arange(chars.shape[1], device=chars.device) < batch.lengths[:, None]
+        forms, which = torch.unique(chars[present], dim=0, return_inverse=True)
+        vectors = self.char_encoder(forms[None], torch.ones_like(forms[None, :, 0], dtype=torch.bool))
+        out = vectors.new_zeros(*chars.shape[:2], vectors.shape[-1])
+        out[present] = vectors[0, which]
+        return out
 
     def scores_from(self, emissions: Tensor) -> Tensor:
         """``emissions [B, T, S]`` -> ``[B, pos, prev, cur]`` chain scores: position 0 takes the

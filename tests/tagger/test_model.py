@@ -96,3 +96,12 @@ def test_bad_input_raises(setting):
         Tagger(n_words=5, n_chars=5, n_tags=2, dropout=1.0)
     with pytest.raises(ValueError, match="n_words"):
         Tagger(n_words=2, n_chars=5, n_tags=2)
+
+
+def test_char_vectors_once_per_form_equal_the_encoder_on_every_word(setting):
+    _, vocabs, batch = setting
+    model = small_tagger(vocabs)
+    present = torch.arange(batch.words.shape[1] - 1) < batch.lengths[:, None]
+    direct = model.char_encoder(batch.chars[:, 1:], present)
+    torch.testing.assert_close(model.char_vectors(batch), direct)
+    assert (direct[~present] == 0).all()
