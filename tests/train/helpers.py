@@ -1,0 +1,23 @@
+"""Composing the real Hydra configs with a tiny model on the fixtures, for fast trainer tests."""
+
+from __future__ import annotations
+
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig
+
+from parser.config import config_dir, register_configs
+
+TINY_MODEL = [
+    "model.word_dim=16", "model.char_dim=8", "model.char_hidden=16", "model.upos_dim=8",
+    "model.lstm_hidden=16", "model.lstm_layers=1", "model.arc_mlp=16", "model.rel_mlp=8",
+]
+QUIET = ["trainer.progress=false", "logger.tensorboard=false"]
+
+
+def tiny_config(*overrides: str, quiet: bool = True) -> DictConfig:
+    """``data=tiny`` with a tiny biaffine model, plus ``overrides``."""
+    register_configs()
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+        return compose(
+            "config", overrides=["data=tiny", *TINY_MODEL, *(QUIET if quiet else []), *overrides]
+        )
