@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
@@ -33,15 +33,15 @@ class TagDataConfig:
     """
 
     treebank: str = "en_ewt"
-    root: Optional[str] = None
-    train_file: Optional[str] = None
-    dev_file: Optional[str] = None
-    test_file: Optional[str] = None
+    root: str | None = None
+    train_file: str | None = None
+    dev_file: str | None = None
+    test_file: str | None = None
     min_freq: int = 2
     tokens_per_batch: int = 2000
     eval_tokens_per_batch: int = 10000
     max_length: int = 150  # longer training sentences are skipped (counted)
-    labeled_size: Optional[int] = None
+    labeled_size: int | None = None
     unlabeled_ratio: float = 1.0
     subset_seed: int = 0
 
@@ -58,14 +58,14 @@ class TaggerConfig:
     lstm_layers: int = 2
     dropout: float = 0.33
     word_dropout: float = 0.25
-    max_train_sentences: Optional[int] = None  # the first n training sentences, for quick runs
+    max_train_sentences: int | None = None  # the first n training sentences, for quick runs
     max_epochs: int = 30
-    max_steps: Optional[int] = None  # stop after this many optimiser steps (null: epochs only)
-    eval_every: Optional[int] = None  # steps between dev evaluations; null: once per epoch
-    patience: Optional[int] = 8  # dev evaluations without a gain before stopping; null: never
+    max_steps: int | None = None  # stop after this many optimiser steps (null: epochs only)
+    eval_every: int | None = None  # steps between dev evaluations; null: once per epoch
+    patience: int | None = 8  # dev evaluations without a gain before stopping; null: never
     seed: int = 1
     threads: int = 1  # torch.set_num_threads (the machine is shared)
-    checkpoint_dir: Optional[str] = None  # null: <run dir>/checkpoints
+    checkpoint_dir: str | None = None  # null: <run dir>/checkpoints
     log_every: int = 100  # steps between log lines
 
 
@@ -76,7 +76,7 @@ class TaggerRunConfig:
     optim: OptimConfig = field(default_factory=OptimConfig)
     # {term name: options}; a `ge` term also takes top_forms, suffixes, smoothing (its
     # constraints: see parser.tagger.data.build_constraints)
-    objective: Dict[str, Any] = field(default_factory=dict)
+    objective: dict[str, Any] = field(default_factory=dict)
     name: str = "tagger"
 
 

@@ -24,7 +24,7 @@ from torch import Tensor
 from parser.data.conllu_io import Sentence
 from parser.data.vocab import N_SPECIAL, Vocab
 
-__all__ = ["KINDS", "TagFeature", "TagConstraints", "estimate_targets", "frequent_forms", "lower"]
+__all__ = ["KINDS", "TagConstraints", "TagFeature", "estimate_targets", "frequent_forms", "lower"]
 
 KINDS = ("form", "suffix")
 _NEVER = -1  # a lowercase id no character has

@@ -142,7 +142,7 @@ class Tagger(nn.Module):
     def scores_from(self, emissions: Tensor) -> Tensor:
         """``emissions [B, T, S]`` -> ``[B, pos, prev, cur]`` chain scores: position 0 takes the
         start row in every ``prev`` row (only row 0 counts), later positions the transitions."""
-        batch, positions, states = emissions.shape
+        batch, _positions, states = emissions.shape
         later = self.transitions[1:][None, None] + emissions[:, :, None, :]
         first = (self.transitions[0] + emissions[:, 0])[:, None, None, :]
         return torch.cat([first.expand(batch, 1, states, states), later[:, 1:]], dim=1)

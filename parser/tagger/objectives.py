@@ -39,7 +39,7 @@ ENTROPY_METHODS = ("mann_mccallum", "autograd")
 CRITERIA = ("squared", "kl")
 
 
-def gold_tags(batch: "Batch", *, n_tags: int, who: str) -> Tensor:
+def gold_tags(batch: Batch, *, n_tags: int, who: str) -> Tensor:
     """``[B, T]`` gold tags from ``batch.upos``, ``-1`` where unannotated or padding."""
     tags = upos_ids_to_tags(batch.upos)
     if bool((tags >= n_tags).any()):
@@ -51,7 +51,7 @@ def gold_tags(batch: "Batch", *, n_tags: int, who: str) -> Tensor:
     return torch.where(present, tags, torch.full_like(tags, -1))
 
 
-def _per_word(total: Tensor, batch: "Batch") -> Tensor:
+def _per_word(total: Tensor, batch: Batch) -> Tensor:
     return total / max(batch.n_tokens, 1)
 
 
@@ -59,7 +59,7 @@ def _per_word(total: Tensor, batch: "Batch") -> Tensor:
 class TagLikelihood:
     """Negative log-likelihood of the gold tags per word. Logs ``loss``."""
 
-    def __call__(self, out: TaggerOutput, batch: "Batch") -> Output:
+    def __call__(self, out: TaggerOutput, batch: Batch) -> Output:
         dist = out.dist
         tags = gold_tags(batch, n_tags=dist.num_states, who="TagLikelihood")
         present = torch.arange(tags.shape[1], device=tags.device) < batch.lengths[:, None]
@@ -86,7 +86,7 @@ class TagEntropy:
         if self.method not in ENTROPY_METHODS:
             raise ValueError(f"TagEntropy: method must be one of {ENTROPY_METHODS}, got {self.method!r}")
 
-    def __call__(self, out: TaggerOutput, batch: "Batch") -> Output:
+    def __call__(self, out: TaggerOutput, batch: Batch) -> Output:
         dist = out.dist
         if self.method == "autograd":
             values = dist.entropy()
@@ -115,7 +115,7 @@ class TagGE:
         if not 0 < self.eps < 1:
             raise ValueError(f"TagGE: eps must be in (0, 1), got {self.eps}")
 
-    def model_proportions(self, out: TaggerOutput, batch: "Batch") -> tuple[Tensor, Tensor]:
+    def model_proportions(self, out: TaggerOutput, batch: Batch) -> tuple[Tensor, Tensor]:
         """``([K, S] model tag proportions among the words firing each constraint, [K] counts)``,
         float64; rows of constraints that do not fire are 0."""
         dist = out.dist
@@ -129,7 +129,7 @@ class TagGE:
         counts = fires.sum(dim=(0, 1))
         return expected / counts.clamp(min=1)[:, None], counts
 
-    def __call__(self, out: TaggerOutput, batch: "Batch") -> Output:
+    def __call__(self, out: TaggerOutput, batch: Batch) -> Output:
         model, counts = self.model_proportions(out, batch)
         target = self.constraints.targets.to(model.device)
         active = counts > 0

@@ -55,7 +55,7 @@ def test_likelihood_matches_enumeration(setting):
 
 
 def test_likelihood_with_unannotated_words_marginalises_them(setting):
-    sentences, vocabs, _ = setting
+    _sentences, vocabs, _ = setting
     partial = [sentence(["the", "dog", "barks"], ["DET", None, "VERB"]),
                sentence(["Dogs", "bark"], [None, None])]
     batch = batch_of(partial, vocabs)
@@ -173,7 +173,7 @@ def test_constraints_and_objectives_reject_bad_input(setting):
 
 
 def test_build_tag_objective_composes_weighted_terms(setting):
-    sentences, vocabs, batch = setting
+    _sentences, vocabs, batch = setting
     constraints = TagConstraints([TagFeature("form", "the")],
                                  torch.full((1, 3), 1 / 3, dtype=torch.float64), vocabs.chars)
     objective = build_tag_objective(
@@ -183,7 +183,7 @@ def test_build_tag_objective_composes_weighted_terms(setting):
         constraints=constraints,
     )
     assert objective.names == ["likelihood", "entropy", "ge"]
-    out, scores = random_output(batch, 3, seed=4)
+    out, _scores = random_output(batch, 3, seed=4)
     # an unlabeled batch (no heads): likelihood is skipped, entropy and ge apply
     result = objective(out, batch)
     want = 0.5 * TagEntropy()(out, batch).loss + 2.0 * TagGE(constraints, criterion="squared")(out, batch).loss

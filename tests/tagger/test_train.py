@@ -16,7 +16,13 @@ from parser.tagger.config import TagDataConfig, register_tagger_configs, tagger_
 from parser.tagger.data import load_tag_data
 from parser.tagger.model import Tagger
 from parser.tagger.objectives import TagLikelihood
-from parser.tagger.predict import TrainedTagger, load_tagger, tag_sentences, tagger_state, upos_accuracy
+from parser.tagger.predict import (
+    TrainedTagger,
+    load_tagger,
+    tag_sentences,
+    tagger_state,
+    upos_accuracy,
+)
 from parser.tagger.train import train
 from parser.train.checkpoint import CheckpointError, save_checkpoint
 
