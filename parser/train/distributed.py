@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import os
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,6 +118,22 @@ class DistributedContext:
         box = [value if self.is_main else None]
         dist.broadcast_object_list(box, src=0, device=self.device if self.backend == "nccl" else None)
         return box[0]
+
+    def on_main(self, compute: Callable[[], Any]) -> Any:
+        """``compute()`` on rank 0 only, its result (or its exception, re-raised) on every rank:
+        dev evaluation, reading the checkpoint to resume from."""
+        if not self.enabled:
+            return compute()
+        result = error = None
+        if self.is_main:
+            try:
+                result = compute()
+            except Exception as caught:  # noqa: BLE001 (handed to every rank, then raised)
+                error = caught
+        result, error = self.broadcast_object((result, error))
+        if error is not None:
+            raise error
+        return result
 
     def gather_object(self, value: Any) -> list[Any]:
         """Every rank's ``value``, in rank order, on every rank."""
