@@ -1,0 +1,120 @@
+"""Robust path: log Z by subtraction-free elimination of words in log space (Kron reduction).
+
+Used for the sentences whose Laplacian is too ill-conditioned for LU (large score gaps). Works on
+``w[b, head, dep]`` log-weights (the transpose of ``scores[b, dep, head]``), node 0 = ROOT.
+
+Eliminating word ``k`` is one step of Gaussian elimination on the Laplacian, and every quantity
+stays a sum of positive terms: the pivot is ``p_k = logsumexp_h w[h, k]`` (k's incoming arcs,
+ROOT included for multi-root trees), ``log Z`` gains ``p_k``, and every remaining arc becomes
+``w[h, d] <- logaddexp(w[h, d], w[h, k] + w[k, d] - p_k)`` (ROOT arcs included; the reduced
+graph's Laplacian is the Schur complement). For single-root trees the pivots use word arcs only
+and ROOT arcs are carried to first order (single-root Z is the derivative of multi-root Z in a
+scale ``t`` of the ROOT weights at ``t = 0``); the last word contributes its reduced ROOT weight.
+The next word to eliminate is, per sentence, the remaining word with the largest pivot: a zero
+pivot before the last word then means no single-root tree exists (in a tree over >= 2 remaining
+words every word but the ROOT's child has a word head), so log Z = -inf exactly.
+
+The loop runs over positions (batched over sentences) and costs O(N^3); marginals come from
+autograd through it, in segments recomputed on the backward pass to bound memory.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+from torch.utils.checkpoint import checkpoint
+
+__all__ = ["logsumexp_safe", "logaddexp_safe", "log_partition_by_elimination"]
+
+NEG_INF = float("-inf")
+# Stands for a zero weight inside the elimination: exp(ABSENT - anything real) == 0 exactly, and
+# sums of a few hundred of them stay finite. Real scores must be far above it (or -inf).
+ABSENT = -1e30
+SEGMENT = 16  # elimination steps per recomputed segment
+
+
+def logsumexp_safe(x: Tensor, dim: int) -> Tensor:
+    """``logsumexp`` whose value is ``-inf`` and gradient 0 (not NaN) where all inputs are -inf."""
+    shift = x.detach().amax(dim, keepdim=True)  # exact to treat as constant: any shift works
+    shift = torch.where(torch.isfinite(shift), shift, torch.zeros_like(shift))
+    total = torch.exp(x - shift).sum(dim)
+    positive = total > 0
+    logged = torch.log(torch.where(positive, total, torch.ones_like(total)))
+    return torch.where(positive, logged + shift.squeeze(dim), torch.full_like(logged, NEG_INF))
+
+
+def logaddexp_safe(a: Tensor, b: Tensor) -> Tensor:
+    """Elementwise ``log(exp(a) + exp(b))`` with -inf handled like :func:`logsumexp_safe`."""
+    shift = torch.maximum(a, b).detach()
+    shift = torch.where(torch.isfinite(shift), shift, torch.zeros_like(shift))
+    total = torch.exp(a - shift) + torch.exp(b - shift)
+    positive = total > 0
+    logged = torch.log(torch.where(positive, total, torch.ones_like(total)))
+    return torch.where(positive, logged + shift, torch.full_like(logged, NEG_INF))
+
+
+def _step(w: Tensor, alive: Tensor, log_z: Tensor, step: int, lengths: Tensor, single_root: bool):
+    """Eliminate one slot per sentence and drop it: ``w [B, m+1, m+1] -> [B, m, m]``.
+
+    ``w[b, head, dep]`` log-weights with the finite sentinel ``ABSENT`` for non-arcs (so that
+    fused ``logaddexp``/``logsumexp`` never see ``-inf - -inf``); ``alive [B, m+1]`` marks the
+    words not yet eliminated. Sentences already done drop one of their padding slots instead.
+    """
+    batch = torch.arange(w.shape[0], device=w.device)
+    slots = torch.arange(w.shape[-1], device=w.device)
+    active = step < lengths
+    last = step == lengths - 1
+    pivots = torch.logsumexp(w[:, 1:] if single_root else w, dim=1)  # [B, dep]
+    key = torch.where(alive, pivots.detach(), torch.full_like(pivots, NEG_INF))
+    spare = torch.where(slots > 0, 0.0, NEG_INF).to(w.dtype).expand_as(key)
+    k = torch.where(active[:, None], key, spare).argmax(-1)
+    pivot = pivots[batch, k]
+    gain = w[batch, 0, k] if single_root else pivot
+    gain = torch.where(last, gain, pivot)
+    log_z = log_z + torch.where(active, gain, torch.zeros_like(gain))
+
+    into_k = w[batch, :, k]  # [B, head]
+    out_of_k = w[batch, k, :] - pivot[:, None]  # [B, dep]
+    w = torch.logaddexp(w, into_k[:, :, None] + out_of_k[:, None, :])
+    w = w.masked_fill(torch.eye(w.shape[-1], dtype=torch.bool, device=w.device), ABSENT)
+    # Drop slot k (k >= 1, so ROOT stays at 0).
+    size = w.shape[-1] - 1
+    keep = torch.arange(size, device=w.device)[None, :]
+    keep = keep + (keep >= k[:, None]).long()
+    w = w.gather(1, keep[:, :, None].expand(-1, -1, size + 1))
+    w = w.gather(2, keep[:, None, :].expand(-1, size, -1))
+    return w, alive.gather(1, keep), log_z
+
+
+def _segment(w, alive, log_z, start, stop, lengths, single_root):
+    for step in range(start, stop):
+        w, alive, log_z = _step(w, alive, log_z, step, lengths, single_root)
+    return w, alive, log_z
+
+
+def log_partition_by_elimination(scores: Tensor, lengths: Tensor, *, single_root: bool) -> Tensor:
+    """``scores [B, dep, head]`` (masked, float64) -> ``log Z [B]``, differentiable (twice).
+
+    Exact up to float64 rounding in log space: no subtraction of positive quantities occurs.
+    """
+    size = scores.shape[-1]
+    positions = torch.arange(size, device=scores.device)
+    alive = (positions > 0) & (positions <= lengths[:, None])
+    w = scores.transpose(-1, -2)
+    eye = torch.eye(size, dtype=torch.bool, device=w.device)
+    w = torch.where(torch.isfinite(w), w, torch.full_like(w, ABSENT))
+    heads = alive | (positions == 0)
+    w = w.masked_fill(eye | ~alive[:, None, :] | ~heads[:, :, None], ABSENT)
+    log_z = torch.zeros(scores.shape[0], dtype=scores.dtype, device=scores.device)
+    steps = int(lengths.max()) if lengths.numel() else 0
+    track = torch.is_grad_enabled() and scores.requires_grad
+    for start in range(0, steps, SEGMENT):
+        stop = min(start + SEGMENT, steps)
+        if track:
+            w, alive, log_z = checkpoint(
+                _segment, w, alive, log_z, start, stop, lengths, single_root, use_reentrant=False
+            )
+        else:
+            w, alive, log_z = _segment(w, alive, log_z, start, stop, lengths, single_root)
+    # A sentence without any allowed tree picked up an ABSENT pivot.
+    return torch.where(log_z < ABSENT / 10, torch.full_like(log_z, NEG_INF), log_z)

@@ -1,0 +1,361 @@
+"""The non-projective tree CRF: an exact distribution over dependency trees.
+
+Conventions: ``scores[b, dep, head]`` ``[B, N+1, N+1]`` (index 0 = ROOT; ``lengths[b]`` counts
+words) or labeled ``[B, N+1, N+1, L]`` (one label per arc; arc scores are the log-sum-exp over
+labels). ``heads[b, dep]`` long ``[B, N+1]``, ``heads[:, 0]`` ignored, ``-1`` = unannotated.
+Row 0, the diagonal and padding are ignored in ``scores`` and are exactly 0 in ``marginals``.
+
+log Z and the marginals come from a float64 LU of the Laplacian (:mod:`.laplacian`); sentences
+where that is not provably accurate are recomputed exactly by log-space elimination
+(:mod:`.log_elimination`), per sentence, inside the same batch. Results are in the input dtype.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import torch
+from torch import Tensor
+from torch.distributions import Distribution
+from torch.distributions.kl import register_kl
+
+from parser.structs import laplacian
+from parser.structs.laplacian import LaplacianFactors, matrix_tree, word_mask
+from parser.structs.log_elimination import log_partition_by_elimination, logsumexp_safe
+
+__all__ = ["TreeCRF"]
+
+NEG_INF = float("-inf")
+
+
+def _check_scores(scores: Tensor, lengths: Tensor) -> None:
+    if not isinstance(scores, Tensor) or not scores.is_floating_point():
+        raise ValueError(f"scores: expected a float tensor, got {getattr(scores, 'dtype', scores)}")
+    if scores.dim() not in (3, 4) or scores.shape[1] != scores.shape[2] or scores.shape[1] < 2:
+        raise ValueError(
+            f"scores: expected [B, N+1, N+1] or [B, N+1, N+1, L] with N >= 1, got {tuple(scores.shape)}"
+        )
+    if not isinstance(lengths, Tensor) or lengths.dim() != 1 or lengths.dtype.is_floating_point:
+        raise ValueError(f"lengths: expected an integer [B] tensor, got {lengths!r}")
+    if lengths.shape[0] != scores.shape[0]:
+        raise ValueError(f"lengths: {lengths.shape[0]} sentences, scores has {scores.shape[0]}")
+    size = scores.shape[1]
+    if lengths.numel() and (int(lengths.min()) < 1 or int(lengths.max()) > size - 1):
+        bad = int(((lengths < 1) | (lengths > size - 1)).nonzero()[0, 0])
+        raise ValueError(
+            f"lengths[{bad}] = {int(lengths[bad])} outside 1..N = 1..{size - 1} (scores {tuple(scores.shape)})"
+        )
+    if torch.isnan(scores).any() or torch.isposinf(scores).any():
+        where = tuple(int(i) for i in (torch.isnan(scores) | torch.isposinf(scores)).nonzero()[0])
+        raise ValueError(f"scores{list(where)} = {scores[where].item()}: NaN or +inf score")
+
+
+class TreeCRF(Distribution):
+    """Distribution over (single- or multi-root) non-projective trees of each sentence.
+
+    scores: ``[B, dep, head]`` or labeled ``[B, dep, head, L]``; lengths: ``[B]`` words.
+    single_root: exactly one word attached to ROOT (UD) when True.
+    """
+
+    arg_constraints: dict = {}
+    has_rsample = False
+
+    def __init__(self, scores: Tensor, lengths: Tensor, *, single_root: bool = True) -> None:
+        _check_scores(scores, lengths)
+        self.scores = scores
+        self.lengths = lengths.to(device=scores.device, dtype=torch.long)
+        self.single_root = bool(single_root)
+        self.labeled = scores.dim() == 4
+        size = scores.shape[1]
+        super().__init__(torch.Size([scores.shape[0]]), torch.Size([size]), validate_args=False)
+
+    # ----------------------------------------------------------------- masks and scores
+    @cached_property
+    def arc_mask(self) -> Tensor:
+        """``[B, dep, head]`` bool: real arcs (word dep; ROOT or other word head)."""
+        words = word_mask(self.lengths, self.scores.shape[1])
+        heads = words.clone()
+        heads[:, 0] = True
+        eye = torch.eye(words.shape[1], dtype=torch.bool, device=words.device)
+        return words[:, :, None] & heads[:, None, :] & ~eye
+
+    @cached_property
+    def labeled_scores(self) -> Tensor:
+        """Labeled scores ``[B, dep, head, L]`` with -inf off arcs (labeled CRFs only)."""
+        return self.scores.masked_fill(~self.arc_mask[..., None], NEG_INF)
+
+    @cached_property
+    def arc_scores(self) -> Tensor:
+        """``[B, dep, head]`` arc scores (log-sum-exp over labels), -inf off arcs."""
+        if self.labeled:
+            return logsumexp_safe(self.labeled_scores, -1)
+        return self.scores.masked_fill(~self.arc_mask, NEG_INF)
+
+    # ----------------------------------------------------------------- log Z and marginals
+    @cached_property
+    def _factors(self) -> LaplacianFactors:
+        scores64 = self.arc_scores.to(torch.float64)
+        return matrix_tree(scores64, self.lengths, single_root=self.single_root)
+
+    @cached_property
+    def _partition(self) -> tuple[Tensor, Tensor]:
+        """``(log Z [B], arc marginals [B, dep, head])`` in float64, robust path merged in."""
+        factors = self._factors
+        log_z, marginals = factors.log_z, factors.marginals
+        bad = (~factors.trusted).nonzero().squeeze(1)
+        if bad.numel():
+            scores64 = self.arc_scores.to(torch.float64)
+            graph = torch.is_grad_enabled() and scores64.requires_grad
+            with torch.enable_grad():
+                sub = scores64[bad] if graph else scores64[bad].detach().requires_grad_()
+                sub_z = log_partition_by_elimination(sub, self.lengths[bad], single_root=self.single_root)
+                (sub_mu,) = torch.autograd.grad(sub_z.sum(), sub, create_graph=graph)
+            if not graph:
+                sub_z, sub_mu = sub_z.detach(), sub_mu.detach()
+            finite = torch.isfinite(sub_z)[:, None, None] & self.arc_mask[bad]
+            sub_mu = torch.where(finite, sub_mu, torch.zeros_like(sub_mu))
+            log_z = log_z.index_copy(0, bad, sub_z)
+            marginals = marginals.index_copy(0, bad, sub_mu)
+        return log_z, marginals
+
+    @property
+    def log_partition(self) -> Tensor:
+        """``[B]`` log Z (over labeled trees when labeled); -inf when no tree is allowed."""
+        return self._partition[0].to(self.scores.dtype)
+
+    @cached_property
+    def arc_marginals(self) -> Tensor:
+        """``[B, dep, head]`` p(head(dep) = head); exactly 0 on padding, row 0 and diagonal."""
+        return self._partition[1].to(self.scores.dtype)
+
+    @cached_property
+    def marginals(self) -> Tensor:
+        """Marginals with the shape of ``scores``: arc marginals, or labeled arc marginals."""
+        if not self.labeled:
+            return self.arc_marginals
+        return self.arc_marginals[..., None] * self._label_probs
+
+    @cached_property
+    def _label_probs(self) -> Tensor:
+        """``[B, dep, head, L]`` p(label | arc), 0 off arcs."""
+        arc = self.arc_scores
+        safe = torch.where(torch.isfinite(arc), arc, torch.zeros_like(arc))
+        return torch.exp(self.labeled_scores - safe[..., None])
+
+    # ----------------------------------------------------------------- trees
+    def _check_heads(self, heads: Tensor, labels: Tensor | None) -> None:
+        size = self.scores.shape[1]
+        if heads.shape != (self.scores.shape[0], size) or heads.dtype != torch.long:
+            raise ValueError(f"heads: expected long [B, N+1] = {[self.scores.shape[0], size]}, "
+                             f"got {heads.dtype} {list(heads.shape)}")
+        words = word_mask(self.lengths, size)
+        if (heads[words] == -1).any():
+            raise ValueError("heads: -1 (unannotated) on a real word; a partially annotated "
+                             "sentence has no single tree: use restrict(allowed) and log_partition")
+        out = words & ((heads < 0) | (heads > self.lengths[:, None]))
+        if out.any():
+            b, d = (int(i) for i in out.nonzero()[0])
+            raise ValueError(f"heads[{b}, {d}] = {int(heads[b, d])} outside 0..{int(self.lengths[b])}")
+        if labels is not None:
+            if not self.labeled:
+                raise ValueError("labels: given for an unlabeled TreeCRF")
+            n_labels = self.scores.shape[-1]
+            if labels.shape != heads.shape or labels.dtype != torch.long:
+                raise ValueError(f"labels: expected long {list(heads.shape)}, got {list(labels.shape)}")
+            bad = words & ((labels < 0) | (labels >= n_labels))
+            if bad.any():
+                b, d = (int(i) for i in bad.nonzero()[0])
+                raise ValueError(f"labels[{b}, {d}] = {int(labels[b, d])} outside 0..{n_labels - 1}")
+
+    def score(self, heads: Tensor, labels: Tensor | None = None) -> Tensor:
+        """``[B]`` total score of the trees ``heads [B, N+1]`` (labels ``[B, N+1]`` if labeled;
+        without labels a labeled CRF scores the unlabeled tree, summed over labels)."""
+        return self._score64(heads, labels).to(self.scores.dtype)
+
+    def _score64(self, heads: Tensor, labels: Tensor | None) -> Tensor:
+        self._check_heads(heads, labels)
+        words = word_mask(self.lengths, heads.shape[1])
+        index = heads.clamp(min=0)
+        if labels is None:
+            picked = self.arc_scores.gather(2, index[:, :, None]).squeeze(2)
+        else:
+            rows = self.labeled_scores.gather(2, index[:, :, None, None].expand(
+                -1, -1, 1, self.scores.shape[-1])).squeeze(2)
+            picked = rows.gather(2, labels.clamp(min=0)[:, :, None]).squeeze(2)
+        picked = picked.to(torch.float64)
+        return torch.where(words, picked, torch.zeros_like(picked)).sum(-1)
+
+    def log_prob(self, heads: Tensor, labels: Tensor | None = None) -> Tensor:
+        """``[B]`` log p(heads[, labels]); -inf for a tree that is not allowed."""
+        # In float64, so rounding to the input dtype cannot make a log-probability positive.
+        return (self._score64(heads, labels) - self._partition[0]).to(self.scores.dtype)
+
+    def argmax(self):
+        """Maximum spanning tree ``heads [B, N+1]`` (``(heads, labels)`` when labeled).
+
+        Labeled: the best label of each arc, then the tree over max-over-labels scores.
+        """
+        from parser.structs.mst import maximum_spanning_tree
+
+        with torch.no_grad():
+            if not self.labeled:
+                return maximum_spanning_tree(self.arc_scores, self.lengths, single_root=self.single_root)
+            best, labels = self.labeled_scores.max(-1)
+            heads = maximum_spanning_tree(best, self.lengths, single_root=self.single_root)
+            labels = labels.gather(2, heads[:, :, None]).squeeze(2)
+            return heads, labels.masked_fill(~word_mask(self.lengths, heads.shape[1]), 0)
+
+    def sample(self, n: int | torch.Size = 1, *, generator: torch.Generator | None = None):
+        """``n`` exact samples ``[n, B, N+1]`` (``(heads, labels)`` when labeled)."""
+        from parser.structs.sampling import sample_trees
+
+        if isinstance(n, torch.Size):
+            if len(n) > 1:
+                raise ValueError(f"sample: sample_shape must have one dimension, got {tuple(n)}")
+            n = n[0] if len(n) else 1
+        if int(n) < 1:
+            raise ValueError(f"sample: n = {n}, expected >= 1")
+        with torch.no_grad():
+            heads = sample_trees(self.arc_scores, self.lengths, single_root=self.single_root,
+                                 n=int(n), generator=generator)
+            if not self.labeled:
+                return heads
+            probs = self._label_probs.detach()[None].expand(int(n), *self._label_probs.shape)
+            rows = probs.gather(3, heads[..., None, None].expand(-1, -1, -1, 1, probs.shape[-1]))
+            rows = rows.squeeze(3).clone()
+            rows[:, :, 0] = 1.0  # ROOT and padding rows get a dummy label 0
+            rows = rows.masked_fill(~word_mask(self.lengths, heads.shape[2])[None, :, :, None]
+                                    & (rows.sum(-1, keepdim=True) <= 0), 1.0)
+            flat = rows.reshape(-1, rows.shape[-1])
+            labels = torch.multinomial(flat, 1, generator=generator).reshape(heads.shape)
+            return heads, labels.masked_fill(~word_mask(self.lengths, heads.shape[2])[None], 0)
+
+    def restrict(self, allowed: Tensor) -> "TreeCRF":
+        """The distribution conditioned on arcs in ``allowed [B, dep, head]`` (bool)."""
+        if allowed.dtype != torch.bool or allowed.shape != self.scores.shape[:3]:
+            raise ValueError(f"allowed: expected bool {list(self.scores.shape[:3])}, "
+                             f"got {allowed.dtype} {list(allowed.shape)}")
+        mask = allowed[..., None] if self.labeled else allowed
+        return TreeCRF(self.scores.masked_fill(~mask, NEG_INF), self.lengths, single_root=self.single_root)
+
+    # ----------------------------------------------------------------- expectations
+    def _scored_marginals(self) -> tuple[Tensor, Tensor, Tensor]:
+        """``(marginals, finite scores, finite mask)`` over labeled arcs when labeled."""
+        scores = self.labeled_scores if self.labeled else self.arc_scores
+        finite = torch.isfinite(scores)
+        return self.marginals, torch.where(finite, scores, torch.zeros_like(scores)), finite
+
+    def _flat_sum(self, x: Tensor) -> Tensor:
+        return x.reshape(x.shape[0], -1).sum(-1)
+
+    def entropy(self) -> Tensor:
+        """``[B]`` Shannon entropy (over labeled trees when labeled), O(N^3)."""
+        marginals, scores, _ = self._scored_marginals()
+        return self.log_partition - self._flat_sum(marginals * scores)
+
+    def cross_entropy(self, other: "TreeCRF") -> Tensor:
+        """``[B]`` -E_self[log other(tree)]; inf where self puts mass on trees other forbids."""
+        self._check_other(other)
+        marginals, _, _ = self._scored_marginals()
+        _, other_scores, other_finite = other._scored_marginals()
+        forbidden = self._flat_sum(((marginals > 0) & ~other_finite).to(marginals.dtype)) > 0
+        value = other.log_partition - self._flat_sum(marginals * other_scores)
+        return torch.where(forbidden, torch.full_like(value, float("inf")), value)
+
+    def kl(self, other: "TreeCRF") -> Tensor:
+        """``[B]`` KL(self || other) = sum mu (s - s') - log Z + log Z', O(N^3)."""
+        return self.cross_entropy(other) - self.entropy()
+
+    def _check_other(self, other: "TreeCRF") -> None:
+        if not isinstance(other, TreeCRF):
+            raise ValueError(f"other: expected a TreeCRF, got {type(other).__name__}")
+        if (other.scores.shape != self.scores.shape or other.single_root != self.single_root
+                or not torch.equal(other.lengths, self.lengths)):
+            raise ValueError(f"other: scores {list(other.scores.shape)} single_root={other.single_root} "
+                             f"do not match {list(self.scores.shape)} single_root={self.single_root} "
+                             "(or lengths differ)")
+
+    def renyi_entropy(self, alpha: float) -> Tensor:
+        """``[B]`` Renyi entropy (log Z(alpha s) - alpha log Z(s)) / (1 - alpha); alpha > 0."""
+        alpha = float(alpha)
+        if not alpha > 0:
+            raise ValueError(f"alpha = {alpha}: Renyi entropy needs alpha > 0")
+        if alpha == 1.0:
+            return self.entropy()
+        scaled = TreeCRF(alpha * self.scores.masked_fill(~self._full_mask, NEG_INF), self.lengths,
+                         single_root=self.single_root)
+        return (scaled.log_partition - alpha * self.log_partition) / (1.0 - alpha)
+
+    @property
+    def _full_mask(self) -> Tensor:
+        return self.arc_mask[..., None] if self.labeled else self.arc_mask
+
+    def expect(self, features: Tensor) -> Tensor:
+        """E[sum of arc features] ``[B, F]`` for ``features [B, dep, head, F]`` (labeled CRFs
+        also take ``[B, dep, head, L, F]``). Features must be finite."""
+        arc_shape = tuple(self.scores.shape[:3])
+        if features.dim() == 4 and tuple(features.shape[:3]) == arc_shape:
+            return torch.einsum("bdhf,bdh->bf", features, self.arc_marginals.to(features.dtype))
+        if self.labeled and features.dim() == 5 and features.shape[:4] == self.scores.shape:
+            return torch.einsum("bdhlf,bdhl->bf", features, self.marginals.to(features.dtype))
+        raise ValueError(f"features: expected [B, N+1, N+1, F] with [B, N+1, N+1] = {list(arc_shape)}"
+                         f"{' (or [B, N+1, N+1, L, F])' if self.labeled else ''}, got {list(features.shape)}")
+
+    def expect_sparse(self, arc_index: Tensor, feature_ids: Tensor, values: Tensor,
+                      n_features: int) -> Tensor:
+        """E[features] ``[B, n_features]`` from K sparse entries: ``arc_index [K, 3]`` rows
+        (b, dep, head) (``[K, 4]`` with label for labeled marginals), ``feature_ids [K]`` long,
+        ``values [K]`` float. Entries on non-arcs contribute 0; duplicates add up."""
+        self._check_sparse(arc_index, feature_ids, values, n_features)
+        source = self.arc_marginals if arc_index.shape[1] == 3 else self.marginals
+        probs = source[tuple(arc_index.t())]
+        out = torch.zeros(self.scores.shape[0], n_features, dtype=values.dtype, device=values.device)
+        flat = arc_index[:, 0] * n_features + feature_ids
+        return out.reshape(-1).index_add(0, flat, probs.to(values.dtype) * values).reshape(out.shape)
+
+    def _check_sparse(self, arc_index, feature_ids, values, n_features) -> None:
+        width = 4 if self.labeled else 3
+        if arc_index.dim() != 2 or arc_index.shape[1] not in (3, width) or arc_index.dtype != torch.long:
+            raise ValueError(f"arc_index: expected long [K, 3]{' or [K, 4]' if self.labeled else ''}, "
+                             f"got {arc_index.dtype} {list(arc_index.shape)}")
+        k = arc_index.shape[0]
+        if feature_ids.shape != (k,) or values.shape != (k,) or feature_ids.dtype != torch.long:
+            raise ValueError(f"feature_ids/values: expected long [K] and float [K], K = {k}, got "
+                             f"{list(feature_ids.shape)} and {list(values.shape)}")
+        limits = torch.tensor(self.scores.shape[: arc_index.shape[1]], device=arc_index.device)
+        bad = ((arc_index < 0) | (arc_index >= limits)).any(1)
+        if bad.any():
+            row = int(bad.nonzero()[0, 0])
+            raise ValueError(f"arc_index[{row}] = {arc_index[row].tolist()} outside {limits.tolist()}")
+        wrong = (feature_ids < 0) | (feature_ids >= n_features)
+        if wrong.any():
+            row = int(wrong.nonzero()[0, 0])
+            raise ValueError(f"feature_ids[{row}] = {int(feature_ids[row])} outside 0..{n_features - 1}")
+
+    def covariance(self, first: Tensor, second: Tensor) -> Tensor:
+        """``Cov [B, R, S]`` of arc features ``first [B, dep, head, R]``, ``second [.., S]``.
+
+        Second order from the inverse Laplacian (float64 LU), O(N^3 (R + S) + N^2 R S).
+        """
+        for name, feats in (("first", first), ("second", second)):
+            if feats.dim() != 4 or tuple(feats.shape[:3]) != tuple(self.scores.shape[:3]):
+                raise ValueError(f"{name}: expected [B, N+1, N+1, F] with [B, N+1, N+1] = "
+                                 f"{list(self.scores.shape[:3])}, got {list(feats.shape)}")
+        mask = self.arc_mask[..., None]
+        zero = torch.zeros((), dtype=torch.float64, device=first.device)
+        first64 = torch.where(mask, first.to(torch.float64), zero)
+        second64 = torch.where(mask, second.to(torch.float64), zero)
+        cov = laplacian.covariance(self._factors, self._partition[1], first64, second64)
+        cov = torch.where(torch.isfinite(self._partition[0])[:, None, None], cov, zero)
+        return cov.to(torch.promote_types(first.dtype, second.dtype))
+
+    def pairwise_marginals(self) -> Tensor:
+        """``[B, i, j, k, l]`` = p(head(i) = j, head(k) = l) over arcs; O(N^4) memory."""
+        pair = laplacian.pairwise_marginals(self._factors, self._partition[1])
+        finite = torch.isfinite(self._partition[0])[:, None, None, None, None]
+        return torch.where(finite, pair, torch.zeros_like(pair)).to(self.scores.dtype)
+
+
+@register_kl(TreeCRF, TreeCRF)
+def _kl_tree_crf(p: TreeCRF, q: TreeCRF) -> Tensor:
+    return p.kl(q)
