@@ -40,12 +40,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--title", default="Semi-supervised ablation on EWT")
     parser.add_argument("--ignore", action="append", default=[], metavar="PATTERN",
                         help="config keys (fnmatch) allowed to differ inside a cell; repeatable")
+    parser.add_argument("--note", action="append", default=[], metavar="TEXT",
+                        help="a line written under the title (e.g. how the runs were made); repeatable")
+    parser.add_argument("--no-plot", action="store_true", help="write the markdown only")
     return parser.parse_args(argv)
 
 
-def collect(args: argparse.Namespace, *, argv: list[str]) -> tuple[Path, Path]:
+def collect(args: argparse.Namespace, *, argv: list[str]) -> tuple[Path, Path | None]:
     """Read the runs, write ``<out_dir>/<name>.md`` and ``.png`` (naming the command ``argv``);
-    returns both paths."""
+    returns both paths (no plot: None)."""
     runs = [load_run(directory, split=args.split) for directory in find_run_dirs(args.paths)]
     table = build_table(runs, columns=args.columns, ignore=args.ignore)
     column_title = COLUMN_TITLES[args.columns]
@@ -54,12 +57,14 @@ def collect(args: argparse.Namespace, *, argv: list[str]) -> tuple[Path, Path]:
             f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.")
     counted = (f"Runs: {sum(r.complete for r in runs)} with {args.split} metrics, "
                f"{sum(not r.complete for r in runs)} without, under {', '.join(map(str, args.paths))}.")
-    provenance = [made, counted]
+    provenance = [*args.note, made, counted]
     text = render_markdown(table, title=args.title, split=args.split, column_title=column_title,
                            provenance=provenance)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     markdown = args.out_dir / f"{args.name}.md"
     markdown.write_text(text, encoding="utf-8")
+    if args.no_plot:
+        return markdown, None
     figure = plot_table(table, args.out_dir / f"{args.name}.png", title=args.title,
                         split=args.split, column_title=column_title,
                         lines=args.columns == "labeled_size")
@@ -75,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"collect_results: error: {error}", file=sys.stderr)
         return 1
     print(markdown.read_text(encoding="utf-8"))
-    print(f"wrote {markdown} and {figure}")
+    print(f"wrote {markdown}" + (f" and {figure}" if figure else ""))
     return 0
 
 

@@ -236,3 +236,56 @@ def test_ssl_sweep_configs_group_as_arms(tmp_path: Path) -> None:
     assert rows["likelihood + GE"].cells["0"].note is not None
     assert rows["likelihood + GE"].cells["100"].note is None
     assert "data.dev_split=null" in table.notes[rows["likelihood + GE"].cells["0"].note - 1]
+
+
+def test_ge_alone_sweep_uses_no_trees(tmp_path: Path) -> None:
+    """Every GE-alone run: GE as the only term, every training sentence unlabeled, no dev trees,
+    the treebank's test file for evaluation; collected by treebank, ar_padt footnoted."""
+    from hydra import compose, initialize_config_dir
+
+    from parser.config import config_dir, register_configs
+
+    register_configs()
+    sweep = OmegaConf.load(config_dir() / "sweep" / "ge_alone.yaml")
+    arms = str(sweep.hydra.sweeper.params.experiment).split(",")
+    train_splits = {}
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+        for arm in arms:
+            cfg = compose("config", overrides=["+sweep=ge_alone", f"experiment={arm}"])
+            assert objective_label(OmegaConf.to_container(cfg.objective.terms)) == "GE"
+            assert cfg.objective.terms.ge.constraints == "ud_universal"
+            assert cfg.data.labeled_size == 0 and cfg.data.labeled_fraction is None
+            assert cfg.data.dev_split is None and cfg.data.test_split == "test"
+            assert cfg.data.unlabeled_file is None and cfg.model.use_upos
+            train_splits[cfg.data.treebank] = cfg.data.train_split
+            run = tmp_path / arm
+            (run / ".hydra").mkdir(parents=True)
+            OmegaConf.save(cfg, run / ".hydra" / "config.yaml")
+            (run / "test.pred.metrics.json").write_text(json.dumps({"uas": 50.0, "las": 0.0}))
+    assert train_splits == {"en_ewt": "train", "de_gsd": "dev", "fi_tdt": "dev", "fr_gsd": "dev",
+                            "ar_padt": "test"}
+    table = build_table([load_run(p) for p in find_run_dirs([tmp_path])], columns="treebank")
+    assert [row.label for row in table.rows] == ["GE"]
+    notes = {c: table.notes[cell.note - 1] if cell.note else None
+             for c, cell in table.rows[0].cells.items()}
+    assert notes["de_gsd"] is None and "data.train_split=test" in notes["ar_padt"]
+
+
+def test_notes_and_no_plot(sweep: Path, tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    argv = [str(sweep), "--out-dir", str(out), "--name", "x", "--no-plot", "--note", "trained on a VM"]
+    assert collect_results.main(argv) == 0
+    markdown = (out / "x.md").read_text()
+    assert markdown.splitlines()[2] == "trained on a VM  "
+    assert "--note 'trained on a VM'" in markdown
+    assert not (out / "x.png").exists()
+
+
+def test_helper_doctests() -> None:
+    """experiments/ is not collected by pytest, so its docstring examples run here."""
+    import doctest
+
+    import ablation.runs
+
+    result = doctest.testmod(ablation.runs)
+    assert result.attempted >= 6 and result.failed == 0
