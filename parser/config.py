@@ -23,6 +23,7 @@ __all__ = [
     "Config",
     "DataConfig",
     "Decay",
+    "Distributed",
     "LabelMode",
     "LoggerConfig",
     "ModelConfig",
@@ -52,6 +53,12 @@ class ScorerKind(str, Enum):
 class LabelMode(str, Enum):
     classifier = "classifier"  # Dozat & Manning: labels from a classifier on the arcs
     joint = "joint"  # labeled tree CRF over (head, label) pairs
+
+
+class Distributed(str, Enum):
+    auto = "auto"
+    off = "off"
+    on = "on"
 
 
 class OptimName(str, Enum):
@@ -156,6 +163,7 @@ class OptimConfig:
 class TrainerConfig:
     seed: int = 1
     device: str = "auto"  # auto | cpu | cuda | cuda:N
+    num_threads: Optional[int] = None  # torch intra-op CPU threads; null: torch's default
     max_steps: int = 50000
     max_epochs: Optional[int] = None
     eval_every: int = 500  # steps between dev evaluations
@@ -168,6 +176,8 @@ class TrainerConfig:
     progress: bool = True  # tqdm progress bar
     final_eval: bool = True  # evaluate best checkpoint on dev/test, write predictions + JSON
     deterministic: bool = False  # torch.use_deterministic_algorithms
+    # auto: DDP when launched by torchrun with several processes; on: require it; off: one process
+    distributed: Distributed = Distributed.auto
 
 
 @dataclass

@@ -34,7 +34,7 @@ def train(cfg: DictConfig, *, run_dir: str | Path) -> dict:
     state = trainer.fit()
     results: dict = {"state": state}
     metrics: dict[str, float | None] = {}
-    if cfg.trainer.final_eval:
+    if cfg.trainer.final_eval and trainer.dist.is_main:  # distributed: rank 0 alone
         restore_best(trainer.model, trainer.checkpoints.best_path)
         for name, treebank in (("dev", trainer.data.dev), ("test", trainer.data.test)):
             if treebank is None:
@@ -55,6 +55,7 @@ def train(cfg: DictConfig, *, run_dir: str | Path) -> dict:
         flatten_hparams(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)), metrics
     )
     trainer.logger.close()
+    trainer.dist.shutdown()
     return results
 
 

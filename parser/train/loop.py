@@ -27,8 +27,9 @@ from tqdm import tqdm
 
 from parser.data.vocab import Vocabularies
 from parser.train.checkpoint import CheckpointManager, capture_rng, restore_rng
-from parser.train.components import build_training_objective, resolve_device, resolve_resume
+from parser.train.components import build_training_objective, resolve_resume
 from parser.train.data import TrainingData, load_training_data
+from parser.train.distributed import init_distributed
 from parser.train.inference import parse
 from parser.train.model import ParserModel, build_parser
 from parser.train.optim import build_optimizer, build_scheduler
@@ -71,31 +72,42 @@ class Trainer:
         self.cfg = cfg
         self.run_dir = Path(run_dir)
         trainer = cfg.trainer
-        self.device = resolve_device(trainer.device)
+        # torchrun: one rank of a DDP run (parser.train.distributed); else one process.
+        self.dist = init_distributed(trainer.distributed, device=trainer.device)
+        self.device = self.dist.device
+        if trainer.num_threads is not None:  # on a shared CPU, fewer threads spin less
+            torch.set_num_threads(trainer.num_threads)
         if trainer.deterministic:
             torch.use_deterministic_algorithms(True)
         seed_everything(trainer.seed)
         checkpoint_dir = Path(trainer.checkpoint_dir) if trainer.checkpoint_dir else self.run_dir / "checkpoints"
         self.checkpoints = CheckpointManager(checkpoint_dir, keep_last=trainer.keep_last)
-        resumed = resolve_resume(trainer.resume, checkpoints=self.checkpoints, run_dir=self.run_dir)
+        resumed = self.dist.on_main(
+            lambda: resolve_resume(trainer.resume, checkpoints=self.checkpoints, run_dir=self.run_dir)
+        )
 
         vocabs = Vocabularies.from_state_dict(resumed["vocabs"]) if resumed else None
-        self.data: TrainingData = load_training_data(cfg.data, seed=trainer.seed, vocabs=vocabs)
+        self.data: TrainingData = load_training_data(
+            cfg.data, seed=trainer.seed, vocabs=vocabs, num_replicas=self.dist.world_size,
+            rank=self.dist.rank,
+        )
         self.vocabs = self.data.vocabs
         self.model: ParserModel = build_parser(cfg.model, self.vocabs.sizes()).to(self.device)
-        self.objective = build_training_objective(
+        self.objective = self.dist.objective(build_training_objective(
             cfg.objective.terms, vocabs=self.vocabs, labeled=self.data.labeled, device=self.device
-        )
+        ))
         self.optimizer = build_optimizer(self.model.parameters(), cfg.optim)
         self.scheduler = build_scheduler(self.optimizer, cfg.optim, total_steps=trainer.max_steps)
         self.state = TrainState()
         self.rel_universal = self.vocabs.rel_universal_ids()
         self.logger = RunLogger(
-            self.run_dir / cfg.logger.log_dir if cfg.logger.tensorboard else None,
+            self.run_dir / cfg.logger.log_dir if cfg.logger.tensorboard and self.dist.is_main else None,
             flush_secs=cfg.logger.flush_secs,
         )
+        self.dist.reseed(trainer.seed)
         if resumed:
             self._restore(resumed)
+        self.forward = self.dist.wrap(self.model)  # the model itself, or its DDP replica
 
     # -- checkpoints ----------------------------------------------------------------------------
 
@@ -125,11 +137,22 @@ class Trainer:
         self.scheduler.load_state_dict(state["scheduler"])
         self.data.stream.load_state_dict(state["stream"])
         self.state = TrainState(**state["trainer"])
-        restore_rng(state["rng"])
+        ranks = state.get("rng_ranks")
+        own = self.dist.enabled and ranks is not None and len(ranks) == self.dist.world_size
+        restore_rng(ranks[self.dist.rank] if own else state["rng"])
         log.info("resumed at step %d (epoch %d)", self.state.step, state["epoch"])
 
-    def save(self, *, best: bool = False) -> Path:
-        return self.checkpoints.save(self.state_dict(), step=self.state.step, best=best)
+    def save(self, *, best: bool = False) -> Path | None:
+        """Rank 0 writes (with every rank's RNG state when distributed); the others wait."""
+        rng_ranks = self.dist.gather_object(capture_rng()) if self.dist.enabled else None
+        path = None
+        if self.dist.is_main:
+            state = self.state_dict()
+            if rng_ranks is not None:
+                state["rng_ranks"] = rng_ranks
+            path = self.checkpoints.save(state, step=self.state.step, best=best)
+        self.dist.barrier()
+        return path
 
     # -- training -------------------------------------------------------------------------------
 
@@ -140,18 +163,18 @@ class Trainer:
         clip = float(self.cfg.optim.clip_norm)
         window = {"time": time.perf_counter(), "sentences": 0, "tokens": 0}
         self.model.train()
-        bar = tqdm(total=trainer.max_steps, initial=self.state.step, disable=not trainer.progress,
+        bar = tqdm(total=trainer.max_steps, initial=self.state.step, disable=not trainer.progress or not self.dist.is_main,
                    desc="train", dynamic_ncols=True, leave=False)
         try:
             while not self._should_stop():
                 kind, batch = self.data.stream.next()
                 batch = batch.to(self.device)
                 step = self.state.step
-                out = self.model(batch)
+                out = self.forward(batch)
                 result = self.objective(out, batch, step=step)
                 loss = result.loss
                 grad_norm = None
-                if torch.isfinite(loss):
+                if self.dist.all_finite(loss):  # every rank agrees, or DDP would wait
                     loss.backward()
                     grad_norm = torch.nn.utils.clip_grad_norm_(
                         params, clip if clip > 0 else math.inf
@@ -169,7 +192,7 @@ class Trainer:
                 window["tokens"] += batch.n_tokens
                 if self.state.step % trainer.log_every == 0:
                     speed = self._log_step(out, result.logs, grad_norm, window, kind)
-                    bar.set_postfix(loss=f"{float(loss):.4f}", sent_s=f"{speed:.0f}", refresh=False)
+                    bar.set_postfix(loss=f"{float(loss.detach()):.4f}", sent_s=f"{speed:.0f}", refresh=False)
                 bar.update(1)
                 if self.state.step % trainer.eval_every == 0:
                     self.evaluate_and_checkpoint()
@@ -202,11 +225,13 @@ class Trainer:
     def _log_step(self, out, logs: dict, grad_norm, window: dict, kind: str) -> float:
         now = time.perf_counter()
         elapsed = max(now - window["time"], 1e-9)
-        speed = window["sentences"] / elapsed
-        values = {f"train/{key}": float(value) for key, value in logs.items()}
+        # Summed and averaged over ranks (objective logs are scaled so their mean is global).
+        counts = self.dist.sum_scalars({"sentences": window["sentences"], "tokens": window["tokens"]})
+        speed = counts["sentences"] / elapsed
+        values = {f"train/{key}": value for key, value in self.dist.mean_scalars(logs).items()}
         values["train/lr"] = self.optimizer.param_groups[0]["lr"]
         values["train/sentences_per_s"] = speed
-        values["train/tokens_per_s"] = window["tokens"] / elapsed
+        values["train/tokens_per_s"] = counts["tokens"] / elapsed
         if grad_norm is not None:
             values["train/grad_norm"] = float(grad_norm)
         if self.cfg.logger.arc_entropy and self.logger.enabled:
@@ -219,7 +244,7 @@ class Trainer:
 
     def evaluate_and_checkpoint(self) -> dict | None:
         """Dev scores, early-stopping bookkeeping, ``best.pt`` on a gain, a periodic checkpoint."""
-        scores = self.evaluate_dev()
+        scores = self.dist.on_main(self.evaluate_dev)  # rank 0 parses; all ranks get the scores
         gained = False
         if scores is not None:
             score = scores["las"] if scores.get("las") is not None else scores["uas"]

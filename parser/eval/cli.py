@@ -1,0 +1,101 @@
+"""``parser-evaluate`` / ``python -m parser.eval``: official scores of a prediction file, or of a
+trained checkpoint on a treebank split.
+
+    parser-evaluate gold=en_ewt-ud-test.conllu pred=test.pred.conllu
+    parser-evaluate checkpoint=outputs/.../checkpoints/best.pt treebank=en_ewt split=test
+
+The first form scores an existing file against its gold file. The second parses the split with
+the checkpoint (``root=`` or ``$UD_ROOT`` locate the treebank; ``gold=`` may name the file
+instead), writes ``<output>/<treebank>-<split>.pred.conllu`` (``output`` defaults to the
+checkpoint's folder) and scores it. Both print UAS/LAS (official CoNLL 2018 script, via
+``udtools``) with breakdowns, and write the metrics JSON beside the predictions (``metrics=`` to
+choose the path).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["main"]
+
+OPTIONS = {
+    "gold": None,
+    "pred": None,
+    "checkpoint": None,
+    "treebank": None,
+    "split": "test",
+    "root": None,
+    "output": None,
+    "metrics": None,
+    "device": "auto",
+    "tokens_per_batch": "5000",
+}
+
+
+def evaluate(args: dict) -> tuple[dict, Path]:
+    """The report (``parser.eval.report.file_report``) and where its JSON was written."""
+    from parser.eval.report import file_report, metrics_path_for, write_metrics_json
+
+    if args["checkpoint"]:
+        if args["pred"]:
+            raise ValueError("parser-evaluate: give pred= (score a file) or checkpoint= (parse, then score), not both")
+        pred_path, gold_path = _predict(args)
+    else:
+        if not args["gold"] or not args["pred"]:
+            raise ValueError("parser-evaluate: give gold=... pred=..., or checkpoint=... treebank=... split=...")
+        gold_path, pred_path = Path(args["gold"]), Path(args["pred"])
+    for role, path in (("gold", gold_path), ("pred", pred_path)):
+        if not path.is_file():
+            raise ValueError(f"parser-evaluate: {role}={path}: no such file")
+    report = file_report(gold_path, pred_path)
+    metrics_path = Path(args["metrics"]) if args["metrics"] else metrics_path_for(pred_path)
+    write_metrics_json(report, metrics_path)
+    return report, metrics_path
+
+
+def _predict(args: dict) -> tuple[Path, Path]:
+    from parser.data.paths import resolve_ud_root, treebank_file
+    from parser.predict import predict_file
+
+    checkpoint = Path(args["checkpoint"])
+    if args["gold"]:
+        gold_path = Path(args["gold"])
+        name = gold_path.stem
+    else:
+        if not args["treebank"]:
+            raise ValueError("parser-evaluate: checkpoint= needs treebank=... (and split=) or gold=...")
+        gold_path = treebank_file(resolve_ud_root(args["root"]), args["treebank"], args["split"])
+        name = f"{args['treebank']}-{args['split']}"
+    out_dir = Path(args["output"]) if args["output"] else checkpoint.resolve().parent
+    pred_path = out_dir / f"{name}.pred.conllu"
+    predict_file(checkpoint, gold_path, pred_path, format="conllu", device=args["device"],
+                 tokens_per_batch=int(args["tokens_per_batch"]))
+    return pred_path, gold_path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from parser.eval.report import format_report
+    from parser.train.final import format_scores
+    from parser.train.cli_args import parse_key_values
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if any(arg in ("-h", "--help") for arg in argv):
+        print(__doc__)
+        return 0
+    try:
+        report, metrics_path = evaluate(parse_key_values(argv, defaults=OPTIONS, prog="parser-evaluate"))
+    except (ValueError, FileNotFoundError) as error:
+        print(f"parser-evaluate: error: {error}", file=sys.stderr)
+        return 2
+    print(format_report(report))
+    print(format_scores("official" if report.get("official") else "scores", report))
+    print(f"metrics: {metrics_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""``parser-predict`` / ``python -m parser.predict``: parse a file with a trained checkpoint.
+
+    parser-predict checkpoint=outputs/quickstart/<time>/checkpoints/best.pt \\
+        input=sentences.conllu output=parsed.conllu
+
+The input is CoNLL-U (HEAD/DEPREL may be ``_`` or filled: they are replaced) or plain text with
+one whitespace-tokenised sentence per line (``format=text``, or any file not ending in
+``.conllu``). The output is CoNLL-U with HEAD and DEPREL filled and every other column, comment,
+multiword token and empty node kept byte for byte. Every sentence is parsed, however long.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["main", "predict_file"]
+
+log = logging.getLogger("parser.predict")
+
+OPTIONS = {
+    "checkpoint": None,
+    "input": None,
+    "output": None,
+    "format": "auto",  # auto | conllu | text
+    "device": "auto",
+    "tokens_per_batch": "5000",
+    "on_invalid": "error",  # error | skip: malformed CoNLL-U sentences
+}
+
+
+def predict_file(
+    checkpoint: str | Path,
+    input_path: str | Path,
+    output_path: str | Path,
+    *,
+    format: str = "auto",
+    device: str = "auto",
+    tokens_per_batch: int = 5000,
+    on_invalid: str = "error",
+) -> int:
+    """Parse ``input_path`` with the model of ``checkpoint``, write ``output_path`` (atomically).
+    Returns the number of sentences written."""
+    from parser.data.conllu_io import read_conllu, read_tokenized
+    from parser.train.components import load_parser, resolve_device
+    from parser.train.inference import parse, write_predictions
+
+    input_path = Path(input_path)
+    if not input_path.is_file():
+        raise ValueError(f"input={input_path}: no such file")
+    if format not in ("auto", "conllu", "text"):
+        raise ValueError(f"format={format!r}: expected auto, conllu or text")
+    if on_invalid not in ("error", "skip"):
+        raise ValueError(f"on_invalid={on_invalid!r}: expected error or skip")
+    is_conllu = format == "conllu" or (format == "auto" and input_path.suffix in (".conllu", ".conll"))
+    if is_conllu:
+        treebank = read_conllu(input_path, on_invalid="raise" if on_invalid == "error" else "skip",
+                               require_trees=False)
+    else:
+        treebank = read_tokenized(input_path)
+    torch_device = resolve_device(device)
+    model, vocabs, config = load_parser(checkpoint, device=torch_device)
+    if config.get("model", {}).get("use_upos") and all(
+        tag is None for sentence in treebank.sentences for tag in sentence.upos
+    ):
+        log.warning("%s has no UPOS tags but the model was trained with UPOS input: expect lower "
+                    "accuracy (tag the input first)", input_path)
+    predictions = parse(model, treebank.sentences, vocabs, tokens_per_batch=tokens_per_batch,
+                        device=torch_device, score=False)
+    output_path = Path(output_path)
+    output_path.parent.mkdir(parents=True, exist_ok=True)
+    write_predictions(treebank.sentences, predictions, output_path)
+    return len(treebank.sentences)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from parser.train.cli_args import UsageError, parse_key_values
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if any(arg in ("-h", "--help") for arg in argv):
+        print(__doc__)
+        return 0
+    try:
+        args = parse_key_values(argv, defaults=OPTIONS, prog="parser-predict")
+        missing = [key for key in ("checkpoint", "input", "output") if not args[key]]
+        if missing:
+            raise UsageError(f"parser-predict: missing {', '.join(f'{k}=...' for k in missing)}")
+        count = predict_file(
+            args["checkpoint"], args["input"], args["output"], format=args["format"],
+            device=args["device"], tokens_per_batch=int(args["tokens_per_batch"]),
+            on_invalid=args["on_invalid"],
+        )
+    except (ValueError, FileNotFoundError) as error:  # ConlluError, CheckpointError included
+        print(f"parser-predict: error: {error}", file=sys.stderr)
+        return 2
+    print(f"parsed {count} sentences -> {args['output']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
