@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+import pytest
+import torch
+
+from parser.config import DataConfig
+from parser.data.streams import LABELED, UNLABELED, split_labeled
+from parser.train.data import load_training_data
+from parser.train.loop import Trainer
+from tests.train.helpers import tiny_config
+
+
+def _data_config(fixtures, **options) -> DataConfig:
+    return DataConfig(train_file=str(fixtures / "tiny-train.conllu"), dev_split=None, test_split=None,
+                      min_freq=1, tokens_per_batch=60, **options)
+
+
+def _draw(stream, n):
+    return [(kind, batch.index.tolist(), batch.heads) for kind, batch in (stream.next() for _ in range(n))]
+
+
+def test_split_sizes_fractions_and_errors():
+    labeled, unlabeled = split_labeled(10, labeled_size=None, labeled_fraction=0.3, seed=1)
+    assert len(labeled) == 3 and len(unlabeled) == 7 and sorted(labeled + unlabeled) == list(range(10))
+    assert split_labeled(10, labeled_size=0, labeled_fraction=None, seed=1) == ([], list(range(10)))
+    with pytest.raises(ValueError, match="set at most one"):
+        split_labeled(10, labeled_size=2, labeled_fraction=0.5, seed=1)
+    with pytest.raises(ValueError, match="labeled_size=11: the training file has 10"):
+        split_labeled(10, labeled_size=11, labeled_fraction=None, seed=1)
+
+
+def test_unlabeled_stream_never_exposes_trees(fixtures):
+    data = load_training_data(_data_config(fixtures, labeled_size=5), seed=0)
+    assert len(data.labeled) == 5 and len(data.unlabeled) > 0
+    assert all(h == -1 for s in data.unlabeled for h in s.heads)
+    assert all(r is None for s in data.unlabeled for r in s.deprels)
+    assert all(e.heads is None and e.rels is None for e in data.stream.unlabeled.encoded)
+    kinds = set()
+    for kind, _, heads in _draw(data.stream, 30):
+        kinds.add(kind)
+        assert (heads is None) == (kind == UNLABELED)
+    assert kinds == {LABELED, UNLABELED}
+
+
+@pytest.mark.parametrize("ratio,pattern", [(2.0, "LUULUULUU"), (0.5, "LLULLULLU"), (0.0, "LLLLLLLLL")])
+def test_interleaving_ratio(fixtures, ratio, pattern):
+    data = load_training_data(_data_config(fixtures, labeled_size=8, unlabeled_ratio=ratio), seed=0)
+    kinds = "".join("L" if kind == LABELED else "U" for kind, _, _ in _draw(data.stream, len(pattern)))
+    assert kinds == pattern
+
+
+def test_stream_state_restores_the_exact_place(fixtures):
+    config = _data_config(fixtures, labeled_size=6, unlabeled_ratio=1.5)
+    first = load_training_data(config, seed=3).stream
+    _draw(first, 11)  # past the end of a labeled epoch
+    state = first.state_dict()
+    expected = [(kind, index) for kind, index, _ in _draw(first, 9)]
+    second = load_training_data(config, seed=3).stream
+    second.load_state_dict(state)
+    assert [(kind, index) for kind, index, _ in _draw(second, 9)] == expected
+    assert first.epoch >= 1
+
+
+def test_no_trees_at_all_trains_on_the_unlabeled_stream(fixtures):
+    data = load_training_data(_data_config(fixtures, labeled_size=0), seed=0)
+    assert data.stream.labeled is None
+    assert {kind for kind, _, _ in _draw(data.stream, 5)} == {UNLABELED}
+
+
+def test_unlabeled_text_file(fixtures, tmp_path):
+    text = tmp_path / "raw.txt"
+    text.write_text("The cat sleeps .\n\nDogs bark loudly .\n")
+    data = load_training_data(_data_config(fixtures, unlabeled_file=str(text)), seed=0)
+    assert [s.forms for s in data.unlabeled] == [["The", "cat", "sleeps", "."], ["Dogs", "bark", "loudly", "."]]
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    with pytest.raises(ValueError, match="empty.txt"):
+        load_training_data(_data_config(fixtures, unlabeled_file=str(empty)), seed=0)
+    with pytest.raises(ValueError, match="unlabeled_file=.*missing.txt: no such file"):
+        load_training_data(_data_config(fixtures, unlabeled_file=str(tmp_path / "missing.txt")), seed=0)
+
+
+def test_semi_supervised_training_logs_every_term(tmp_path):
+    cfg = tiny_config("objective=entropy", "data.labeled_size=8", "trainer.max_steps=6",
+                      "trainer.eval_every=6", "trainer.log_every=1", quiet=False)
+    cfg.trainer.progress = False
+    trainer = Trainer(cfg, run_dir=tmp_path)
+    state = trainer.fit()
+    trainer.logger.close()
+    assert state.step == 6 and state.nonfinite_total == 0
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(tmp_path / "tb")).Reload()
+    tags = set(events.Tags()["scalars"])
+    for tag in ["train/likelihood/loss", "train/entropy/loss", "train/lr", "train/grad_norm",
+                "train/sentences_per_s", "train/tokens_per_s", "dev/uas", "dev/las"]:
+        assert tag in tags, (tag, sorted(tags))
+    assert any(tag.startswith("train/arc_entropy") for tag in tags)
+    assert torch.isfinite(torch.tensor(events.Scalars("train/lr")[-1].value))
