@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-__all__ = ["LaplacianFactors", "matrix_tree", "arc_rows", "covariance", "pairwise_marginals"]
+__all__ = ["LaplacianFactors", "arc_rows", "covariance", "matrix_tree", "pairwise_marginals"]
 
 # A sentence is trusted when its float64 marginals are this close to a distribution and the
 # rounding error LU can make (eps * N * size of the cancelled terms) is below it.

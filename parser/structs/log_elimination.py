@@ -24,7 +24,7 @@ import torch
 from torch import Tensor
 from torch.utils.checkpoint import checkpoint
 
-__all__ = ["logsumexp_safe", "logaddexp_safe", "log_partition_by_elimination"]
+__all__ = ["log_partition_by_elimination", "logaddexp_safe", "logsumexp_safe"]
 
 NEG_INF = float("-inf")
 # Stands for a zero weight inside the elimination: exp(ABSENT - anything real) == 0 exactly, and
@@ -53,6 +53,22 @@ def logaddexp_safe(a: Tensor, b: Tensor) -> Tensor:
     return torch.where(positive, logged + shift, torch.full_like(logged, NEG_INF))
 
 
+class _LogAddExp(torch.autograd.Function):
+    """``torch.logaddexp`` with the backward ``(g e^(a - out), g e^(b - out))`` written in torch
+    ops, so that its own derivative stays finite at huge gaps (torch's gives inf / inf)."""
+
+    @staticmethod
+    def forward(ctx, a: Tensor, b: Tensor) -> Tensor:
+        out = torch.logaddexp(a, b)
+        ctx.save_for_backward(a, b, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        a, b, out = ctx.saved_tensors
+        return grad * torch.exp(a - out), grad * torch.exp(b - out)
+
+
 def _step(w: Tensor, alive: Tensor, log_z: Tensor, step: int, lengths: Tensor, single_root: bool):
     """Eliminate one slot per sentence and drop it: ``w [B, m+1, m+1] -> [B, m, m]``.
 
@@ -75,7 +91,7 @@ def _step(w: Tensor, alive: Tensor, log_z: Tensor, step: int, lengths: Tensor, s
 
     into_k = w[batch, :, k]  # [B, head]
     out_of_k = w[batch, k, :] - pivot[:, None]  # [B, dep]
-    w = torch.logaddexp(w, into_k[:, :, None] + out_of_k[:, None, :])
+    w = _LogAddExp.apply(w, into_k[:, :, None] + out_of_k[:, None, :])
     w = w.masked_fill(torch.eye(w.shape[-1], dtype=torch.bool, device=w.device), ABSENT)
     # Drop slot k (k >= 1, so ROOT stays at 0).
     size = w.shape[-1] - 1

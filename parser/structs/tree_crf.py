@@ -13,6 +13,7 @@ where that is not provably accurate are recomputed exactly by log-space eliminat
 from __future__ import annotations
 
 from functools import cached_property
+from typing import ClassVar
 
 import torch
 from torch import Tensor
@@ -57,7 +58,7 @@ class TreeCRF(Distribution):
     single_root: exactly one word attached to ROOT (UD) when True.
     """
 
-    arg_constraints: dict = {}
+    arg_constraints: ClassVar[dict] = {}
     has_rsample = False
 
     def __init__(self, scores: Tensor, lengths: Tensor, *, single_root: bool = True) -> None:
@@ -230,7 +231,7 @@ class TreeCRF(Distribution):
             labels = torch.multinomial(flat, 1, generator=generator).reshape(heads.shape)
             return heads, labels.masked_fill(~word_mask(self.lengths, heads.shape[2])[None], 0)
 
-    def restrict(self, allowed: Tensor) -> "TreeCRF":
+    def restrict(self, allowed: Tensor) -> TreeCRF:
         """The distribution conditioned on arcs in ``allowed [B, dep, head]`` (bool)."""
         if allowed.dtype != torch.bool or allowed.shape != self.scores.shape[:3]:
             raise ValueError(f"allowed: expected bool {list(self.scores.shape[:3])}, "
@@ -253,7 +254,7 @@ class TreeCRF(Distribution):
         marginals, scores, _ = self._scored_marginals()
         return self.log_partition - self._flat_sum(marginals * scores)
 
-    def cross_entropy(self, other: "TreeCRF") -> Tensor:
+    def cross_entropy(self, other: TreeCRF) -> Tensor:
         """``[B]`` -E_self[log other(tree)]; inf where self puts mass on trees other forbids."""
         self._check_other(other)
         marginals, _, _ = self._scored_marginals()
@@ -262,13 +263,13 @@ class TreeCRF(Distribution):
         value = other.log_partition - self._flat_sum(marginals * other_scores)
         return torch.where(forbidden, torch.full_like(value, float("inf")), value)
 
-    def kl(self, other: "TreeCRF") -> Tensor:
+    def kl(self, other: TreeCRF) -> Tensor:
         """``[B]`` KL(self || other) = sum mu (s - s') - log Z + log Z', O(N^3)."""
         return self.cross_entropy(other) - self.entropy()
 
-    def _check_other(self, other: "TreeCRF") -> None:
+    def _check_other(self, other: TreeCRF) -> None:
         if not isinstance(other, TreeCRF):
-            raise ValueError(f"other: expected a TreeCRF, got {type(other).__name__}")
+            raise ValueError(f"other: expected a TreeCRF, got {type(other).__name__}")  # noqa: TRY004
         if (other.scores.shape != self.scores.shape or other.single_root != self.single_root
                 or not torch.equal(other.lengths, self.lengths)):
             raise ValueError(f"other: scores {list(other.scores.shape)} single_root={other.single_root} "

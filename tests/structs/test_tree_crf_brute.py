@@ -59,7 +59,7 @@ def test_entropy_renyi_kl(single_root):
     entropy, kl = p.entropy(), kl_divergence(p, q)
     torch.testing.assert_close(kl, p.kl(q), atol=0, rtol=0)
     for b in range(len(LENGTHS)):
-        _, probs, _, arcs = brute(p_scores, b, single_root)
+        _, probs, _, _ = brute(p_scores, b, single_root)
         _, q_probs, _, _ = brute(q_scores, b, single_root)
         assert entropy[b].item() == pytest.approx(-(probs * probs.log()).sum().item(), abs=1e-10)
         assert kl[b].item() == pytest.approx((probs * (probs / q_probs).log()).sum().item(), abs=1e-10)
