@@ -1,0 +1,60 @@
+"""A training process killed with SIGKILL mid-run and resumed with ``trainer.resume=last`` ends
+with exactly the parameters of an uninterrupted run (CPU, same seed)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from parser.train.checkpoint import load_checkpoint
+from parser.train.loop import Trainer
+from tests.train.helpers import QUIET, TINY_MODEL, tiny_config
+
+REPO = Path(__file__).resolve().parents[2]
+OPTIONS = ["trainer.max_steps=15", "trainer.eval_every=3", "trainer.keep_last=2", "trainer.patience=null",
+           "model.dropout=0.2", "trainer.final_eval=false"]
+
+
+def _command(run_dir: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "parser.train", "data=tiny", *TINY_MODEL, *QUIET, *OPTIONS,
+            "trainer.num_threads=1", f"hydra.run.dir={run_dir}", *extra]
+
+
+def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path):
+    run_dir = tmp_path / "run"
+    checkpoints = run_dir / "checkpoints"
+    process = subprocess.Popen(_command(run_dir), cwd=REPO, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 240
+    try:
+        while time.monotonic() < deadline and process.poll() is None:
+            if any(int(p.stem.split("-")[1]) >= 3 for p in checkpoints.glob("step-*.pt")):
+                break
+            time.sleep(0.05)
+        assert process.poll() is None, "training ended before it could be killed"
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == -signal.SIGKILL
+    killed_at = max(int(p.stem.split("-")[1]) for p in checkpoints.glob("step-*.pt"))
+    assert killed_at < 15
+
+    done = subprocess.run(_command(run_dir, "trainer.resume=last"), cwd=REPO,
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "resumed at step" in done.stdout + done.stderr
+    resumed = load_checkpoint(checkpoints / "step-00000015.pt")["model"]
+
+    straight = Trainer(tiny_config(*OPTIONS), run_dir=tmp_path / "straight")
+    straight.fit()
+    expected = straight.model.state_dict()
+    assert expected.keys() == resumed.keys()
+    for name, value in expected.items():
+        assert torch.equal(value, resumed[name]), name
