@@ -31,6 +31,7 @@ NEG_INF = float("-inf")
 # sums of a few hundred of them stay finite. Real scores must be far above it (or -inf).
 ABSENT = -1e30
 SEGMENT = 16  # elimination steps per recomputed segment
+CHECKPOINT_BYTES = 256 * 2**20
 
 
 def logsumexp_safe(x: Tensor, dim: int) -> Tensor:
@@ -123,7 +124,10 @@ def log_partition_by_elimination(scores: Tensor, lengths: Tensor, *, single_root
     w = w.masked_fill(eye | ~alive[:, None, :] | ~heads[:, :, None], ABSENT)
     log_z = torch.zeros(scores.shape[0], dtype=scores.dtype, device=scores.device)
     steps = int(lengths.max()) if lengths.numel() else 0
-    track = torch.is_grad_enabled() and scores.requires_grad
+    # Autograd keeps about 5 [B, m, m] tensors per step, sum over m: ~5/3 B N^3 values. Recompute
+    # segments on the backward pass only when that is large (checkpoint's first use is slow).
+    stored = 5 / 3 * scores.shape[0] * steps**3 * scores.element_size()
+    track = torch.is_grad_enabled() and scores.requires_grad and stored > CHECKPOINT_BYTES
     for start in range(0, steps, SEGMENT):
         stop = min(start + SEGMENT, steps)
         if track:

@@ -96,7 +96,8 @@ class TreeCRF(Distribution):
     @cached_property
     def _factors(self) -> LaplacianFactors:
         scores64 = self.arc_scores.to(torch.float64)
-        return matrix_tree(scores64, self.lengths, single_root=self.single_root)
+        tolerance = laplacian.TOLERANCE.get(self.scores.dtype, laplacian.DEFAULT_TOLERANCE)
+        return matrix_tree(scores64, self.lengths, single_root=self.single_root, tolerance=tolerance)
 
     @cached_property
     def _partition(self) -> tuple[Tensor, Tensor]:
@@ -107,6 +108,12 @@ class TreeCRF(Distribution):
         if bad.numel():
             scores64 = self.arc_scores.to(torch.float64)
             graph = torch.is_grad_enabled() and scores64.requires_grad
+            if graph:  # LU's graph on a near-singular Laplacian backpropagates 0 * inf = NaN
+                calm = torch.zeros_like(scores64).masked_fill(~self.arc_mask, NEG_INF)
+                kept = torch.where(factors.trusted[:, None, None], scores64, calm)
+                tolerance = laplacian.TOLERANCE.get(self.scores.dtype, laplacian.DEFAULT_TOLERANCE)
+                calmed = matrix_tree(kept, self.lengths, single_root=self.single_root, tolerance=tolerance)
+                log_z, marginals = calmed.log_z, calmed.marginals
             with torch.enable_grad():
                 sub = scores64[bad] if graph else scores64[bad].detach().requires_grad_()
                 sub_z = log_partition_by_elimination(sub, self.lengths[bad], single_root=self.single_root)
