@@ -202,6 +202,8 @@ def init_distributed(mode: str, *, device: str) -> DistributedContext:
         dist.init_process_group(backend, init_method="env://", rank=rank, world_size=world_size)
     log.info("distributed: rank %d of %d (local rank %d), %s on %s", rank, world_size,
              local_rank, backend, local)
+    if rank != 0:  # one copy of the run's progress messages; warnings still come from every rank
+        logging.getLogger("parser").setLevel(logging.WARNING)
     return DistributedContext(rank=rank, world_size=world_size, local_rank=local_rank,
                               backend=backend, device=local)
 

@@ -33,6 +33,8 @@ TERMS = {"likelihood": {}, "entropy": {"weight": 0.5}, "ge": {"aggregate": "corp
 SMALL_MODEL = {"word_dim": 8, "char_dim": 4, "char_hidden": 8, "upos_dim": 8, "lstm_hidden": 8,
                "lstm_layers": 1, "arc_mlp": 8, "rel_mlp": 8, "dropout": 0.0, "word_dropout": 0.0}
 TRAINER_STEPS = 6
+# GE over the batch: the corpus-level cache is not part of the checkpoints (yet).
+DROPOUT = ("model.dropout=0.3", "model.word_dropout=0.2", "objective.terms.ge.aggregate=batch")
 
 
 # -- the pieces both runs share -------------------------------------------------------------------
@@ -68,7 +70,7 @@ def _gradients(forward, model, objective, batches, reduce_logs) -> dict:
     return {"grads": torch.stack(grads), "logs": logs}
 
 
-def _trainer_config(run_dir: Path, *, distributed: str):
+def _trainer_config(run_dir: Path, *, distributed: str, extra: tuple[str, ...] = ()):
     from hydra import compose, initialize_config_dir
 
     from parser.config import config_dir
@@ -81,7 +83,7 @@ def _trainer_config(run_dir: Path, *, distributed: str):
         "data.labeled_size=16", "data.unlabeled_ratio=1.0", "optim.eps=1e-6",
         "+objective.terms.entropy.weight=0.5", "+objective.terms.ge.aggregate=corpus",
         f"trainer.checkpoint_dir={run_dir / 'checkpoints'}",
-    ] + [f"model.{k}={v}" for k, v in SMALL_MODEL.items()]
+    ] + [f"model.{k}={v}" for k, v in SMALL_MODEL.items()] + list(extra)
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         return compose(config_name="config", overrides=overrides)
 
@@ -104,15 +106,18 @@ class _Recorder:
         pass
 
 
-def _run_trainer(run_dir: Path, *, distributed: str) -> dict:
+def _run_trainer(run_dir: Path, *, distributed: str, extra: tuple[str, ...] = (),
+                 shutdown: bool = True) -> tuple[dict, dict]:
+    """``({step: logged scalars}, final weights)`` of a run in ``run_dir``."""
     from parser.train.loop import Trainer
 
-    trainer = Trainer(_trainer_config(run_dir, distributed=distributed), run_dir=run_dir)
+    trainer = Trainer(_trainer_config(run_dir, distributed=distributed, extra=extra), run_dir=run_dir)
     recorder = _Recorder()
     trainer.logger = recorder
     trainer.fit()
-    trainer.dist.shutdown()
-    return {str(step): values for step, values in recorder.values.items()}
+    if shutdown:
+        trainer.dist.shutdown()
+    return {str(step): values for step, values in recorder.values.items()}, trainer.model.state_dict()
 
 
 # -- the two ranks ----------------------------------------------------------------------------------
@@ -140,10 +145,15 @@ def _worker(rank: int, port: int, out_dir: str) -> None:
     if rank == 0:
         torch.save(found, Path(out_dir) / "gradients.pt")
     context.barrier()
-    run_dir = Path(out_dir) / "ddp"
-    trajectory = _run_trainer(run_dir, distributed="on")
+    out = Path(out_dir)
+    trajectory, _ = _run_trainer(out / "ddp", distributed="on", shutdown=False)
+    # Exact resume with dropout on: step 4's checkpoint continued to step 6 == straight to 6.
+    _, straight = _run_trainer(out / "straight", distributed="on", extra=DROPOUT, shutdown=False)
+    resume = f"trainer.resume={out / 'straight' / 'checkpoints' / 'step-00000004.pt'}"
+    _, resumed = _run_trainer(out / "resumed", distributed="on", extra=(*DROPOUT, resume))
     if rank == 0:
-        (Path(out_dir) / "trajectory.json").write_text(json.dumps(trajectory))
+        (out / "trajectory.json").write_text(json.dumps(trajectory))
+        torch.save({"straight": straight, "resumed": resumed}, out / "resume.pt")
 
 
 def _free_port() -> int:
@@ -198,7 +208,7 @@ def test_collectives_agree_across_ranks(two_ranks):
 
 def test_two_rank_trainer_follows_the_one_process_loss_trajectory(two_ranks, tmp_path):
     found = json.loads((two_ranks / "trajectory.json").read_text())
-    expected = _run_trainer(tmp_path / "one", distributed="off")
+    expected, _ = _run_trainer(tmp_path / "one", distributed="off")
     assert sorted(found, key=int) == [str(s) for s in range(1, TRAINER_STEPS + 1)] == sorted(expected, key=int)
     for step, want in expected.items():
         assert abs(found[step]["train/total"] - want["train/total"]) <= 1e-5, step
@@ -243,3 +253,10 @@ def test_bad_modes_and_environments_are_named(monkeypatch, mode, env, match):
 def test_an_explicit_gpu_index_is_refused_under_torchrun():
     with pytest.raises(ValueError, match="cuda:LOCAL_RANK"):
         _local_device("cuda:1", 0)
+
+
+def test_two_rank_run_resumes_exactly_with_dropout(two_ranks):
+    found = torch.load(two_ranks / "resume.pt")
+    assert found["straight"].keys() == found["resumed"].keys()
+    for name, value in found["straight"].items():
+        torch.testing.assert_close(found["resumed"][name], value, rtol=0, atol=0, msg=name)
