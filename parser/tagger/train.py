@@ -72,6 +72,7 @@ def train(cfg: DictConfig, *, run_dir: str | Path) -> dict:
     optimizer = build_optimizer(model.parameters(), cfg.optim)
     scheduler = build_scheduler(optimizer, cfg.optim, total_steps=total_steps)
     eval_every = int(opts.eval_every) if opts.eval_every else steps_per_epoch
+    eval_tokens = int(cfg.data.eval_tokens_per_batch)
     ckpt_dir = Path(opts.checkpoint_dir) if opts.checkpoint_dir else run_dir / "checkpoints"
     best_path = ckpt_dir / "best.pt"
     config = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
@@ -103,7 +104,8 @@ def train(cfg: DictConfig, *, run_dir: str | Path) -> dict:
             log.info("step %d epoch %d lr %.2e %s (%.0fs)", step + 1, data.stream.epoch,
                      scheduler.get_last_lr()[0], logs, time.time() - started)
         if (step + 1) % eval_every == 0 or step + 1 == total_steps:
-            dev = upos_accuracy(TrainedTagger(model, data.vocabs), data.dev.sentences)
+            dev = upos_accuracy(TrainedTagger(model, data.vocabs), data.dev.sentences,
+                               tokens_per_batch=eval_tokens)
             model.train()
             history.append({"step": step + 1, "dev_accuracy": dev["accuracy"]})
             gain = dev["accuracy"] > best
@@ -128,7 +130,7 @@ def train(cfg: DictConfig, *, run_dir: str | Path) -> dict:
         if treebank is None:
             results[name] = None
             continue
-        results[name] = upos_accuracy(trained, treebank.sentences)
+        results[name] = upos_accuracy(trained, treebank.sentences, tokens_per_batch=eval_tokens)
         score = results[name]
         print(f"{name}: UPOS {100 * score['accuracy']:.2f} ({score['correct']}/{score['total']})",
               flush=True)
