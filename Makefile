@@ -31,7 +31,7 @@ train: install data
 	$(PY) -m parser.train experiment=quickstart
 
 test: install data
-	$(PY) -m pytest -q -n 2
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2
 
 # Benchmarks run on one pinned core; torch-struct and SuPar go into .bench/ only, never into the
 # runtime environment.
