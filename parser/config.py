@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
@@ -83,23 +83,23 @@ class DataConfig:
     """
 
     treebank: str = "en_ewt"
-    root: Optional[str] = None
-    train_split: Optional[str] = "train"
-    dev_split: Optional[str] = "dev"
-    test_split: Optional[str] = "test"
-    train_file: Optional[str] = None
-    dev_file: Optional[str] = None
-    test_file: Optional[str] = None
+    root: str | None = None
+    train_split: str | None = "train"
+    dev_split: str | None = "dev"
+    test_split: str | None = "test"
+    train_file: str | None = None
+    dev_file: str | None = None
+    test_file: str | None = None
     on_invalid: OnInvalid = OnInvalid.error
     min_freq: int = 2
     tokens_per_batch: int = 5000
     eval_tokens_per_batch: int = 10000
     max_length: int = 100  # training sentences longer than this are skipped (counted)
-    max_train_sentences: Optional[int] = None  # first n training sentences, for quick runs
+    max_train_sentences: int | None = None  # first n training sentences, for quick runs
     # Semi-supervised data flow: a labeled subset of the training file, the rest as unlabeled text.
-    labeled_size: Optional[int] = None
-    labeled_fraction: Optional[float] = None
-    unlabeled_file: Optional[str] = None  # CoNLL-U or one tokenised sentence per line
+    labeled_size: int | None = None
+    labeled_fraction: float | None = None
+    unlabeled_file: str | None = None  # CoNLL-U or one tokenised sentence per line
     unlabeled_ratio: float = 1.0  # unlabeled batches per labeled batch
     subset_seed: int = 0  # which sentences form the labeled subset (nested across sizes)
 
@@ -142,14 +142,14 @@ class ObjectiveConfig:
     by the trainer. Empty here so that a group file's terms are the only ones.
     """
 
-    terms: Dict[str, Any] = field(default_factory=dict)
+    terms: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
 class OptimConfig:
     name: OptimName = OptimName.adamw
     lr: float = 2e-3
-    betas: List[float] = field(default_factory=lambda: [0.9, 0.9])
+    betas: list[float] = field(default_factory=lambda: [0.9, 0.9])
     eps: float = 1e-12
     weight_decay: float = 0.0
     warmup_steps: int = 0  # linear warm-up from 0 to lr
@@ -163,13 +163,13 @@ class OptimConfig:
 class TrainerConfig:
     seed: int = 1
     device: str = "auto"  # auto | cpu | cuda | cuda:N
-    num_threads: Optional[int] = None  # torch intra-op CPU threads; null: torch's default
+    num_threads: int | None = None  # torch intra-op CPU threads; null: torch's default
     max_steps: int = 50000
-    max_epochs: Optional[int] = None
+    max_epochs: int | None = None
     eval_every: int = 500  # steps between dev evaluations
-    patience: Optional[int] = 10  # dev evaluations without LAS gain before stopping; null: never
-    resume: Optional[str] = None  # a checkpoint path, or "last" (this run directory's latest)
-    checkpoint_dir: Optional[str] = None  # null: <run dir>/checkpoints
+    patience: int | None = 10  # dev evaluations without LAS gain before stopping; null: never
+    resume: str | None = None  # a checkpoint path, or "last" (this run directory's latest)
+    checkpoint_dir: str | None = None  # null: <run dir>/checkpoints
     keep_last: int = 2  # periodic checkpoints kept besides best.pt
     max_nonfinite: int = 5  # stop after this many non-finite steps in a row
     log_every: int = 10  # steps between TensorBoard scalar writes

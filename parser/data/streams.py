@@ -50,7 +50,7 @@ def split_labeled(
     if labeled_fraction is not None:
         if not 0.0 <= labeled_fraction <= 1.0:
             raise ValueError(f"data.labeled_fraction={labeled_fraction}: expected a value in [0, 1]")
-        labeled_size = int(round(labeled_fraction * n_sentences))
+        labeled_size = round(labeled_fraction * n_sentences)
     if labeled_size is None:
         return list(range(n_sentences)), []
     if not 0 <= labeled_size <= n_sentences:

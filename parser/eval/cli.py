@@ -78,8 +78,8 @@ def _predict(args: dict) -> tuple[Path, Path]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from parser.eval.report import format_report
-    from parser.train.final import format_scores
     from parser.train.cli_args import parse_key_values
+    from parser.train.final import format_scores
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     argv = sys.argv[1:] if argv is None else list(argv)

@@ -69,5 +69,5 @@ def format_scores(name: str, report: dict) -> str:
         uas, las = official["UAS"], official["LAS"]
     else:
         uas, las = report.get("uas"), report.get("las")
-    show = lambda v: "n/a" if v is None else f"{v:.2f}"  # noqa: E731
+    show = lambda v: "n/a" if v is None else f"{v:.2f}"
     return f"{name}: UAS {show(uas)}  LAS {show(las)}"
