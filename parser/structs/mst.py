@@ -41,7 +41,9 @@ def maximum_spanning_tree(scores: Tensor, lengths: Tensor, *, single_root: bool)
         if n == 0:
             continue
         try:
-            heads[b, : n + 1] = decode_sentence(weights[b, : n + 1, : n + 1], single_root=single_root)
+            heads[b, : n + 1] = decode_sentence(
+                weights[b, : n + 1, : n + 1], single_root=single_root
+            )
         except NoTreeError as error:
             kind = "single-root " if single_root else ""
             raise NoTreeError(
@@ -58,9 +60,7 @@ def check_scores_and_lengths(scores: Tensor, lengths: Tensor) -> None:
     if not scores.is_floating_point():
         raise ValueError(f"scores: expected a floating dtype, got {scores.dtype}")
     if lengths.dim() != 1 or lengths.shape[0] != scores.shape[0]:
-        raise ValueError(
-            f"lengths: expected shape [{scores.shape[0]}], got {tuple(lengths.shape)}"
-        )
+        raise ValueError(f"lengths: expected shape [{scores.shape[0]}], got {tuple(lengths.shape)}")
     if lengths.is_floating_point() or lengths.dtype == torch.bool:
         raise ValueError(f"lengths: expected an integer dtype, got {lengths.dtype}")
     if lengths.numel() and (int(lengths.min()) < 0 or int(lengths.max()) > scores.shape[1] - 1):
@@ -103,7 +103,9 @@ def chu_liu_edmonds(w: np.ndarray) -> np.ndarray:
         head[1:] = w[1:].argmax(axis=1)
         missing = np.isneginf(w[np.arange(1, size), head[1:]])
         if missing.any():
-            raise NoTreeError(f"(contracted) node {int(np.flatnonzero(missing)[0]) + 1} has no allowed head")
+            raise NoTreeError(
+                f"(contracted) node {int(np.flatnonzero(missing)[0]) + 1} has no allowed head"
+            )
         cycle = find_cycle(head)
         if cycle is None:
             break

@@ -75,7 +75,7 @@ def _shifted_weights(scores: Tensor, lengths: Tensor, *, single_root: bool) -> T
 
     Empty sentences get a dummy word 1 attached to ROOT so every matrix stays invertible.
     """
-    batch, size = scores.shape[0], scores.shape[1]
+    size = scores.shape[1]
     device = scores.device
     s = scores.detach().to(torch.float64)
     index = torch.arange(size, device=device)
@@ -197,7 +197,9 @@ def _sequential_conditioning(
     device = w.device
     arcs = w[:, 1:, 1:]
     laplacian = (
-        torch.diag_embed(arcs.sum(dim=-1) + w[:, 1:, 0]) - arcs + _padding_identity(effective, words)
+        torch.diag_embed(arcs.sum(dim=-1) + w[:, 1:, 0])
+        - arcs
+        + _padding_identity(effective, words)
     )
     inverse = _inverse(laplacian, batch)
     eye = torch.eye(words, dtype=torch.float64, device=device)
@@ -232,7 +234,9 @@ def _sequential_conditioning(
         x_head = torch.where(word_head, x.gather(1, head_row), torch.zeros_like(x_dep))
         denominator = torch.where(active[:, None], x_dep - x_head, torch.ones_like(x_dep))
         inverse_head = torch.where(
-            word_head[:, :, None], inverse.gather(1, head_row[:, :, None].expand(rows, 1, words)), 0.0
+            word_head[:, :, None],
+            inverse.gather(1, head_row[:, :, None].expand(rows, 1, words)),
+            0.0,
         ).squeeze(1)
         change = inverse[:, k] - inverse_head - eye[k]
         change = torch.where(active[:, None], change, torch.zeros_like(change))

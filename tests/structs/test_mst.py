@@ -15,7 +15,7 @@ nx = pytest.importorskip("networkx")
 INF = float("inf")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def trees_tensor(n: int, single_root: bool) -> torch.Tensor:
     """``[T, n]`` every tree of ``n`` words (heads of words 1..n)."""
     return torch.tensor(all_trees(n, single_root=single_root), dtype=torch.long)
@@ -154,7 +154,9 @@ def test_larger_sentences_against_networkx(single_root):
         heads = maximum_spanning_tree(scores[None], torch.tensor([n]), single_root=single_root)[0]
         check_valid(heads, n, single_root=single_root)
         got = float(tree_scores(scores, heads[1 : n + 1]))
-        reference = networkx_best_single_root(scores, n) if single_root else networkx_best(scores, n)
+        reference = (
+            networkx_best_single_root(scores, n) if single_root else networkx_best(scores, n)
+        )
         assert got == pytest.approx(reference, abs=1e-8)
 
 
@@ -169,7 +171,9 @@ def test_long_sentences_large_scores_float32():
             for b, length in enumerate(lengths.tolist()):
                 check_valid(heads[b], length, single_root=single_root)
     # A planted tree that beats every other arc by a wide margin must be found exactly.
-    gold = torch.tensor([0] + [int(torch.randint(0, d, (1,), generator=generator)) for d in range(1, n + 1)])
+    gold = torch.tensor(
+        [0] + [int(torch.randint(0, d, (1,), generator=generator)) for d in range(1, n + 1)]
+    )
     scores = torch.randn(1, n + 1, n + 1, generator=generator)
     scores[0, torch.arange(1, n + 1), gold[1:]] += 1e3
     heads = maximum_spanning_tree(scores, torch.tensor([n]), single_root=False)

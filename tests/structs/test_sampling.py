@@ -97,7 +97,9 @@ def test_concentrated_distribution_samples_the_argmax(single_root):
     # A planted tree ahead of every other arc by 1e3: all mass (to float64) is on it.
     generator = torch.Generator().manual_seed(9)
     n = 60
-    gold = torch.tensor([0, 0] + [int(torch.randint(1, d, (1,), generator=generator)) for d in range(2, n + 1)])
+    gold = torch.tensor(
+        [0, 0] + [int(torch.randint(1, d, (1,), generator=generator)) for d in range(2, n + 1)]
+    )
     scores = torch.randn(1, n + 1, n + 1, generator=generator)
     scores[0, torch.arange(1, n + 1), gold[1:]] += 1e3
     lengths = torch.tensor([n])
