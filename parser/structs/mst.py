@@ -1,21 +1,31 @@
 """Maximum spanning arborescence decoding (Chu-Liu/Edmonds with the root constraint).
 
-Multi-root trees: Chu-Liu/Edmonds (Chu & Liu 1965; Edmonds 1967) with dense numpy contraction.
-Single-root trees: the reweighting method of Stanojevic & Cohen (EMNLP 2021, "A root of a
-problem"): subtracting from every root arc a constant larger than the spread of tree scores makes
-the unconstrained optimum the best single-root tree; exact, and no extra decoding passes.
+Multi-root trees: Chu-Liu/Edmonds (Chu & Liu 1965; Edmonds 1967), batched over sentences and
+contracting every cycle of the greedy graph at once. Nothing is ever re-indexed: the graph stays
+in the original node space, a component label per node (its smallest node) says which contracted
+node it belongs to, and arcs inside a component are masked. One round = pick each component's best
+entering arc, find the cycles of that graph by pointer doubling, merge each cycle into one
+component and lower the arcs entering a cycle member by the value of the member's chosen arc.
+Expansion walks the rounds backwards: a node keeps the arc that enters its component from above
+unless that arc ends in another sub-component, in which case the sub-component's own arc is used.
 
-Decoding loops over sentences; each contraction is O(n^2) numpy work.
-Ties are broken deterministically (the lowest index wins every argmax/argmin).
+Single-root trees: when the per-word best heads already form a tree with one root child it is the
+answer; otherwise the reweighting of Stanojevic & Cohen (EMNLP 2021, "A root of a problem"):
+subtracting from every root arc a constant larger than the spread of tree scores makes the
+unconstrained optimum the best single-root tree; exact, and no extra decoding passes.
+
+Ties are broken deterministically (lowest head index, then lowest dependent index), so a sentence
+decodes the same alone or in any padded batch.
 """
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 from torch import Tensor
 
 __all__ = ["maximum_spanning_tree"]
+
+NEG_INF = float("-inf")
 
 
 class NoTreeError(ValueError):
@@ -34,23 +44,31 @@ def maximum_spanning_tree(scores: Tensor, lengths: Tensor, *, single_root: bool)
     """
     check_scores_and_lengths(scores, lengths)
     batch, size = scores.shape[0], scores.shape[1]
-    weights = scores.detach().to("cpu", torch.float64).numpy()
-    lengths_list = [int(length) for length in lengths.tolist()]
-    heads = np.zeros((batch, size), dtype=np.int64)
-    for b, n in enumerate(lengths_list):
-        if n == 0:
-            continue
-        try:
-            heads[b, : n + 1] = decode_sentence(
-                weights[b, : n + 1, : n + 1], single_root=single_root
-            )
-        except NoTreeError as error:
-            kind = "single-root " if single_root else ""
-            raise NoTreeError(
-                f"scores: no {kind}spanning tree with finite score exists for sentence {b} "
-                f"(length {n}): {error}"
-            ) from None
-    return torch.from_numpy(heads).to(scores.device)
+    if batch == 0 or size == 1:
+        return torch.zeros(batch, size, dtype=torch.long, device=scores.device)
+    with torch.no_grad():
+        lengths = lengths.to(scores.device)
+        real = _word_mask(lengths, size)
+        w = _arc_weights(scores, lengths, real)
+        if single_root:
+            w = _penalise_root_arcs(w, lengths, real)
+        heads = _chu_liu_edmonds(w)
+    heads = torch.where(real, heads, torch.zeros_like(heads))
+    picked = scores.detach().gather(2, heads[:, :, None]).squeeze(2)
+    stuck = (real & torch.isneginf(picked)).any(dim=1)
+    roots = ((heads == 0) & real).sum(dim=1)
+    several = roots > 1 if single_root else torch.zeros_like(stuck)
+    if bool((stuck | several).any()):
+        b = int((stuck | several).nonzero()[0])
+        kind = "single-root " if single_root else ""
+        why = "every tree with finite score has several root children"
+        if bool(stuck[b]):
+            why = "every tree uses a forbidden (-inf) arc"
+        raise NoTreeError(
+            f"scores: no {kind}spanning tree with finite score exists for sentence {b} "
+            f"(length {int(lengths[b])}): {why}"
+        )
+    return heads
 
 
 def check_scores_and_lengths(scores: Tensor, lengths: Tensor) -> None:
@@ -76,104 +94,126 @@ def check_scores_and_lengths(scores: Tensor, lengths: Tensor) -> None:
         )
 
 
-def decode_sentence(weights: np.ndarray, *, single_root: bool) -> np.ndarray:
-    """``weights [n+1, n+1]`` (dep, head) of one sentence -> heads ``[n+1]`` (heads[0] = 0)."""
-    w = np.array(weights, dtype=np.float64)  # own copy: root arcs get reweighted in place
-    np.fill_diagonal(w, -np.inf)
-    w[0, :] = -np.inf
-    if single_root:
-        # Every tree has at least one root arc; a penalty larger than any difference between two
-        # trees' scores makes the best tree one with as few root arcs as possible (one, when a
-        # single-root tree exists) and the best such tree (Stanojevic & Cohen 2021).
-        finite = w[np.isfinite(w)]
-        spread = float(finite.max() - finite.min()) if finite.size else 0.0
-        w[1:, 0] -= (len(w) - 1) * spread + 1.0
-    head = chu_liu_edmonds(w)
-    if single_root and int((head[1:] == 0).sum()) > 1:
-        raise NoTreeError("every tree with finite score has several root children")
-    return head
+def _word_mask(lengths: Tensor, size: int) -> Tensor:
+    """``[B, node]`` True on real words (not ROOT, not padding)."""
+    index = torch.arange(size, device=lengths.device)
+    return (index >= 1) & (index <= lengths[:, None])
 
 
-def chu_liu_edmonds(w: np.ndarray) -> np.ndarray:
-    """Maximum arborescence rooted at 0 of ``w [n+1, n+1]`` (dep, head; diagonal and row 0 -inf)."""
-    records = []
-    while True:
-        size = w.shape[0]
-        head = np.zeros(size, dtype=np.int64)
-        head[1:] = w[1:].argmax(axis=1)
-        missing = np.isneginf(w[np.arange(1, size), head[1:]])
-        if missing.any():
-            raise NoTreeError(
-                f"(contracted) node {int(np.flatnonzero(missing)[0]) + 1} has no allowed head"
-            )
-        cycle = find_cycle(head)
-        if cycle is None:
-            break
-        w, record = contract(w, head, cycle)
-        records.append(record)
-    for record in reversed(records):
-        head = expand(head, record)
-    head[0] = 0
-    return head
+def _arc_weights(scores: Tensor, lengths: Tensor, real: Tensor) -> Tensor:
+    """Float64 ``[B, dep, head]``: real arcs keep their score, others are -inf.
 
-
-def find_cycle(head: np.ndarray) -> np.ndarray | None:
-    """First cycle of the greedy graph ``head [n+1]`` (node -> head), as node indices, or None."""
-    heads = head.tolist()  # plain lists: this walk is pure Python
-    state = [0] * len(heads)  # 0 new, 1 on the current path, 2 reaches the root
-    state[0] = 2
-    for start in range(1, len(heads)):
-        path = []
-        node = start
-        while state[node] == 0:
-            state[node] = 1
-            path.append(node)
-            node = heads[node]
-        if state[node] == 1:
-            return np.array(path[path.index(node) :], dtype=np.int64)
-        for visited in path:
-            state[visited] = 2
-    return None
-
-
-def contract(w: np.ndarray, head: np.ndarray, cycle: np.ndarray):
-    """Contract ``cycle`` of the greedy graph into one node, placed last.
-
-    Returns the contracted weights and what expansion needs: the kept nodes (old indices, root
-    first), the cycle, the cycle's greedy heads, and for each kept node the cycle member entered
-    from it (when it is the cycle's head) and the member it hangs from (when it is a dependent).
+    Padding words hang from ROOT by a 0 arc, so they are finished singletons from the start.
     """
-    size = w.shape[0]
-    in_cycle = np.zeros(size, dtype=bool)
-    in_cycle[cycle] = True
-    rest = np.flatnonzero(~in_cycle)
-    kept = len(rest)
-    cycle_heads = head[cycle]
-    # Entering the cycle at member d from head h breaks the cycle arc into d.
-    gain = w[cycle][:, rest] - w[cycle, cycle_heads][:, None]  # [cycle dep, rest head]
-    enter = gain.argmax(axis=0)
-    out = w[rest][:, cycle]  # [rest dep, cycle head]
-    leave = out.argmax(axis=1)
-    contracted = np.full((kept + 1, kept + 1), -np.inf)
-    contracted[:kept, :kept] = w[rest][:, rest]
-    contracted[kept, :kept] = gain[enter, np.arange(kept)]
-    contracted[:kept, kept] = out[np.arange(kept), leave]
-    contracted[0, :] = -np.inf
-    contracted[kept, kept] = -np.inf
-    return contracted, (rest, cycle, cycle_heads, cycle[enter], cycle[leave])
+    size = scores.shape[1]
+    index = torch.arange(size, device=scores.device)
+    head_ok = index[None, :] <= lengths[:, None]
+    allowed = real[:, :, None] & head_ok[:, None, :] & (index[:, None] != index[None, :])
+    w = scores.detach().to(torch.float64).masked_fill(~allowed, NEG_INF)
+    padding = (index[None, :] >= 1) & ~real
+    w[:, :, 0] = torch.where(padding, torch.zeros_like(w[:, :, 0]), w[:, :, 0])
+    return w
 
 
-def expand(head: np.ndarray, record) -> np.ndarray:
-    """Undo one contraction: heads over the contracted graph -> heads over the graph before it."""
-    rest, cycle, cycle_heads, enter_member, leave_member = record
-    kept = len(rest)
-    expanded = np.zeros(kept + len(cycle), dtype=np.int64)
-    rest_heads = head[:kept]
-    hangs_on_cycle = rest_heads == kept
-    expanded[rest] = np.where(
-        hangs_on_cycle, leave_member, rest[np.where(hangs_on_cycle, 0, rest_heads)]
-    )
-    expanded[cycle] = cycle_heads
-    cycle_head = int(head[kept])
-    expanded[enter_member[cycle_head]] = rest[cycle_head]
-    return expanded
+def _penalise_root_arcs(w: Tensor, lengths: Tensor, real: Tensor) -> Tensor:
+    """Root arcs lowered by more than the spread of tree scores, where the greedy pass fails.
+
+    Every tree has at least one root arc; with the penalty, the best tree is one with as few root
+    arcs as possible (one, when a single-root tree exists) and the best such tree (Stanojevic &
+    Cohen 2021). Sentences whose per-word best heads already form a single-root tree keep their
+    scores: that greedy tree is optimal and the first round finds it.
+    """
+    value, greedy = w.max(dim=-1)
+    greedy = torch.where(real, greedy, torch.zeros_like(greedy))
+    greedy_tree = _reaches_root(greedy) & (torch.isfinite(value) | ~real).all(dim=1)
+    greedy_tree &= ((greedy == 0) & real).sum(dim=1) == 1
+    finite = torch.isfinite(w)
+    high = torch.where(finite, w, torch.full_like(w, NEG_INF)).flatten(1).amax(dim=1)
+    low = torch.where(finite, w, torch.full_like(w, float("inf"))).flatten(1).amin(dim=1)
+    spread = torch.where(high >= low, high - low, torch.zeros_like(high))
+    penalty = lengths.to(w.dtype) * spread + 1.0
+    penalty = torch.where(greedy_tree, torch.zeros_like(penalty), penalty)
+    w = w.clone()
+    w[:, :, 0] -= torch.where(real, penalty[:, None], torch.zeros_like(w[:, :, 0]))
+    return w
+
+
+def _doubling_steps(size: int) -> int:
+    """Pointer-doubling steps whose path length ``2**steps`` covers any path of ``size`` nodes."""
+    return max(1, (size - 1).bit_length())
+
+
+def _reaches_root(parent: Tensor) -> Tensor:
+    """``[B]`` True where following ``parent [B, node]`` (``parent[:, 0] = 0``) ends at 0."""
+    jump = parent.clone()
+    jump[:, 0] = 0
+    for _ in range(_doubling_steps(parent.shape[1])):
+        jump = jump.gather(1, jump)
+    return (jump == 0).all(dim=1)
+
+
+def _best_entering(
+    w: Tensor, offset: Tensor, component: Tensor
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Each component's best entering arc, indexed by the component's label (its smallest node).
+
+    ``w [B, dep, head]`` weights, ``offset [B, dep]`` what contraction took off each dependent's
+    arcs, ``component [B, node]`` labels. Returns ``(dep, head, value)``, each ``[B, label]``;
+    slots that label no component, ROOT's, and components with no finite entering arc get head 0
+    (they never join a cycle).
+    """
+    size = w.shape[1]
+    inside = component[:, :, None] == component[:, None, :]
+    value, head = w.masked_fill(inside, NEG_INF).max(dim=-1)  # [B, dep]: first max = lowest head
+    value = value - offset  # a per-row constant: it changes no row's argmax
+    best = torch.full_like(value, NEG_INF).scatter_reduce(1, component, value, "amax")
+    nodes = torch.arange(size, device=w.device).expand_as(component)
+    candidate = torch.where(value == best.gather(1, component), nodes, size)
+    dep = torch.full_like(component, size).scatter_reduce(1, component, candidate, "amin")
+    dep = dep.clamp(max=size - 1)
+    head = torch.where(torch.isneginf(best), torch.zeros_like(dep), head.gather(1, dep))
+    return dep, head, best
+
+
+def _cycles(component: Tensor, head: Tensor) -> tuple[Tensor, Tensor]:
+    """Cycles of the component graph ``label -> component[head[label]]``.
+
+    Returns ``(cyclic, smallest)`` ``[B, label]``: whether the label lies on a cycle, and the
+    smallest label on the path of ``size`` steps from it (the cycle's smallest node, on a cycle).
+    """
+    size = component.shape[1]
+    jump = component.gather(1, head)
+    smallest = torch.arange(size, device=component.device).expand_as(component)
+    for _ in range(_doubling_steps(size)):
+        smallest = torch.minimum(smallest, smallest.gather(1, jump))
+        jump = jump.gather(1, jump)
+    # After at least `size` steps every path has reached its cycle, and every cycle node is hit.
+    cyclic = torch.zeros_like(component, dtype=torch.bool).scatter_(1, jump, True)
+    cyclic[:, 0] = False
+    return cyclic, smallest
+
+
+def _chu_liu_edmonds(w: Tensor) -> Tensor:
+    """Maximum arborescences rooted at 0 of ``w [B, dep, head]`` (row 0, diagonal -inf) -> heads
+    ``[B, N+1]``. Rows with no finite arc get an arbitrary head (the caller checks finiteness)."""
+    batch, size = w.shape[0], w.shape[1]
+    component = torch.arange(size, device=w.device).expand(batch, size).clone()
+    offset = torch.zeros(batch, size, dtype=w.dtype, device=w.device)
+    history = []
+    while True:
+        dep, head, value = _best_entering(w, offset, component)
+        cyclic, smallest = _cycles(component, head)
+        if not bool(cyclic.any()):
+            break
+        history.append((component, dep, head))
+        in_cycle = cyclic.gather(1, component)  # [B, node]
+        # Entering a cycle member's component replaces that component's chosen arc.
+        offset = offset + torch.where(in_cycle, value.gather(1, component), torch.zeros_like(value))
+        component = torch.where(in_cycle, smallest.gather(1, component), component)
+    live_dep, live_head = dep.gather(1, component), head.gather(1, component)
+    for labels, chosen_dep, chosen_head in reversed(history):
+        own = labels.gather(1, live_dep) == labels
+        live_dep = torch.where(own, live_dep, chosen_dep.gather(1, labels))
+        live_head = torch.where(own, live_head, chosen_head.gather(1, labels))
+    live_head[:, 0] = 0
+    return live_head

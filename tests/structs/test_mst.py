@@ -178,3 +178,26 @@ def test_long_sentences_large_scores_float32():
     scores[0, torch.arange(1, n + 1), gold[1:]] += 1e3
     heads = maximum_spanning_tree(scores, torch.tensor([n]), single_root=False)
     assert torch.equal(heads[0], gold)
+
+
+def test_greedy_trees_and_contracted_sentences_in_one_batch():
+    # Sentence 0: every word's best head already gives a single-root tree (the greedy shortcut);
+    # sentence 1: the best heads form a cycle and two root arcs; sentence 2: several cycles at once.
+    generator = torch.Generator().manual_seed(12)
+    scores = torch.randn(3, 6, 6, generator=generator, dtype=torch.float64)
+    greedy = [0, 0, 1, 2, 2, 4]
+    scores[0, torch.arange(1, 6), torch.tensor(greedy[1:])] += 5.0
+    scores[1, 1, 2] += 5.0
+    scores[1, 2, 1] += 5.0
+    scores[1, 3, 0] += 5.0
+    scores[1, 4, 0] += 5.0
+    for dep, head in [(1, 2), (2, 1), (3, 4), (4, 3)]:
+        scores[2, dep, head] += 5.0
+    lengths = torch.tensor([5, 5, 4])
+    for single_root in (False, True):
+        heads = maximum_spanning_tree(scores, lengths, single_root=single_root)
+        for b, n in enumerate(lengths.tolist()):
+            check_valid(heads[b], n, single_root=single_root)
+            weights = tree_scores(scores[b], trees_tensor(n, single_root))
+            assert torch.isclose(tree_scores(scores[b], heads[b, 1 : n + 1]), weights.max())
+        assert heads[0].tolist() == greedy
