@@ -52,10 +52,10 @@ class Batch:
         positions = torch.arange(self.words.shape[1], device=self.lengths.device)
         return (positions > 0) & (positions <= self.lengths[:, None])
 
-    def to(self, device: torch.device | str) -> "Batch":
-        move = lambda t: None if t is None else t.to(device)  # noqa: E731
+    def to(self, device: torch.device | str) -> Batch:
+        move = lambda t: None if t is None else t.to(device)
         return Batch(*(move(getattr(self, f)) for f in self.__dataclass_fields__))
 
-    def without_annotation(self) -> "Batch":
+    def without_annotation(self) -> Batch:
         """The same sentences as unlabeled text: gold heads and relations dropped."""
         return replace(self, heads=None, rels=None)

@@ -21,5 +21,5 @@ class ParserOutput:
                   predicted separately from the tree (Dozat & Manning); ``None`` when joint.
     """
 
-    dist: "TreeCRF"
+    dist: TreeCRF
     label_scores: Tensor | None = None
