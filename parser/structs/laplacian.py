@@ -21,11 +21,12 @@ Smith 2009, eq. 3).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import torch
 from torch import Tensor
 
-__all__ = ["LaplacianFactors", "arc_rows", "covariance", "matrix_tree", "pairwise_marginals"]
+__all__ = ["LaplacianFactors", "arc_mask", "arc_rows", "covariance", "matrix_tree", "pairwise_marginals"]
 
 # A sentence is trusted when its float64 marginals are this close to a distribution and the
 # rounding error LU can make (eps * N * size of the cancelled terms) is below it. Results are
@@ -55,99 +56,106 @@ class LaplacianFactors:
     single_root: bool
 
 
+@lru_cache(maxsize=64)
+def _constants(size: int, device: torch.device) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Per-size constants (cached; never written to): ``positions [S]``, ``arcs [S, S]`` (the
+    arc mask of an unpadded sentence), ``eye [N, N]`` float64, ``not_first [N]`` float64."""
+    positions = torch.arange(size, device=device)
+    arcs = ~torch.eye(size, dtype=torch.bool, device=device)
+    arcs[0] = False
+    eye = torch.eye(size - 1, dtype=torch.float64, device=device)
+    not_first = torch.ones(size - 1, dtype=torch.float64, device=device)
+    not_first[0] = 0.0
+    return positions, arcs, eye, not_first
+
+
 def word_mask(lengths: Tensor, size: int) -> Tensor:
     """``[B, N+1]`` True on real words (positions ``1..lengths[b]``)."""
-    positions = torch.arange(size, device=lengths.device)
+    positions = _constants(size, lengths.device)[0]
     return (positions > 0) & (positions <= lengths[:, None])
 
 
-def _laplacian(weights: Tensor, real: Tensor, *, single_root: bool) -> Tensor:
-    """``weights [B, dep, head]``, ``real [B, N]`` (words) -> ``[B, N, N]`` Laplacian."""
-    words = weights[:, 1:, 1:]
-    root = weights[:, 1:, 0]
-    incoming = words.sum(-1) + (0.0 if single_root else root)
-    # Padding words get a 1 on the diagonal so the determinant is that of the real block.
-    diagonal = incoming + (~real).to(weights.dtype)
-    lap = torch.diag_embed(diagonal) - words
-    if single_root:
-        lap = torch.cat([root[:, :, None], lap[:, :, 1:]], dim=-1)
-    return lap
+def arc_mask(lengths: Tensor, size: int, *, padded: bool = True) -> Tensor:
+    """``[B, dep, head]`` bool: real arcs (word dependent; ROOT or another word as head).
+
+    ``padded=False`` promises ``lengths == size - 1`` everywhere: a broadcast cached mask.
+    """
+    positions, arcs, _, _ = _constants(size, lengths.device)
+    if not padded:
+        return arcs.expand(lengths.shape[0], size, size)
+    heads = positions <= lengths[:, None]  # ROOT and words
+    return heads[:, :, None] & heads[:, None, :] & arcs
 
 
 def matrix_tree(
-    scores: Tensor, lengths: Tensor, *, single_root: bool, tolerance: float = DEFAULT_TOLERANCE
+    scores: Tensor, lengths: Tensor, *, single_root: bool, tolerance: float = DEFAULT_TOLERANCE,
+    padded: bool = True,
 ) -> LaplacianFactors:
     """Log partition and marginals of masked float64 ``scores [B, dep, head]`` by LU.
 
     Differentiable (twice) through torch ops; the max-shift is treated as a constant, which is
     exact because log Z and the marginals do not depend on it. ``tolerance``: the largest
     estimated absolute error of log Z and of each marginal for a sentence to be ``trusted``.
+    A sentence with no tree (a word without allowed heads) has a singular Laplacian and is never
+    trusted: the caller's exact path returns -inf for it. ``padded=False`` promises that every
+    sentence fills the tensor (skips the padding bookkeeping).
     """
     size = scores.shape[-1]
-    real_full = word_mask(lengths, size)
-    real = real_full[:, 1:]
-    shift = scores.detach().amax(-1)
-    dead = (real_full & torch.isneginf(shift)).any(-1)  # a word with no allowed head: no tree
-    shift = torch.where(torch.isfinite(shift), shift, torch.zeros_like(shift))
-    weights = torch.exp(scores - shift[..., None])
-    lap = _laplacian(weights, real, single_root=single_root)
-    eye = torch.eye(size - 1, dtype=lap.dtype, device=lap.device).expand_as(lap)
-    lap = torch.where(dead[:, None, None], eye, lap)
+    positions, _, eye, not_first = _constants(size, scores.device)
+    # Padding rows and row 0 are all -inf: their shift becomes 0 and their weights 0.
+    n = size - 1
+    # Per-op overhead dominates small sentences: narrow/select/unsqueeze, not tuple indexing.
+    shift = torch.nan_to_num(scores.detach().amax(-1), neginf=0.0)
+    weights = torch.exp(scores - shift.unsqueeze(-1))
+    body = weights.narrow(1, 1, n)
+    words, root = body.narrow(2, 1, n), body.select(2, 0)
+    incoming = words.sum(-1) if single_root else words.sum(-1) + root
+    lap = -words  # rows: dependents; the diagonal of ``words`` is 0
+    # Padding words get a 1 on the diagonal so the determinant is that of the real block.
+    if padded:
+        incoming = torch.where(lengths.unsqueeze(-1) >= positions.narrow(0, 1, n), incoming, 1.0)
+    lap.diagonal(dim1=-2, dim2=-1).copy_(incoming)
+    if single_root:
+        lap.select(2, 0).copy_(root)  # Koo et al.: word 1's column holds the ROOT weights
 
     lu, pivots, _ = torch.linalg.lu_factor_ex(lap)
-    diagonal = torch.diagonal(lu, dim1=-2, dim2=-1)
-    log_z = torch.log(diagonal.abs()).sum(-1) + (shift * real_full).sum(-1)
-    log_z = torch.where(dead, torch.full_like(log_z, float("-inf")), log_z)
-    inverse = torch.linalg.lu_solve(lu, pivots, eye)
-    marginals = _marginals(weights, inverse, single_root=single_root)
-    marginals = torch.where(dead[:, None, None], torch.zeros_like(marginals), marginals)
-
-    with torch.no_grad():
-        swaps = (pivots != torch.arange(1, size, device=pivots.device)).sum(-1)
-        sign = torch.where(swaps % 2 == 1, -1.0, 1.0) * torch.sign(diagonal).prod(-1)
-        trusted = _trusted(weights, inverse, marginals, real_full, single_root, tolerance)
-        trusted = dead | (trusted & (sign > 0) & torch.isfinite(log_z))
+    log_z = lu.diagonal(dim1=-2, dim2=-1).abs().log().sum(-1) + shift.sum(-1)
+    inverse = torch.linalg.lu_solve(lu, pivots, eye.expand_as(lap))
+    marginals = weights * _coefficients(inverse, not_first, single_root=single_root)
+    trusted = _trusted(lap.detach(), inverse.detach(), n, tolerance)
     return LaplacianFactors(weights, inverse, log_z, marginals, trusted, single_root)
 
 
-def _marginals(weights: Tensor, inverse: Tensor, *, single_root: bool, absolute: bool = False):
-    """``mu[d, h] = A[d, h] u_(d,h)^T B e_d`` assembled into ``[B, dep, head]``.
+def _coefficients(inverse: Tensor, not_first: Tensor, *, single_root: bool) -> Tensor:
+    """``[B, dep, head]`` with ``mu = weights * coefficients``: ``u_(d,h)^T B e_d``.
 
-    ``absolute``: instead, the size of the terms that cancel, ``A (|B[d, d]| + |B[h, d]|)``.
+    Word heads: ``B[d, d] - B[h, d]`` (single-root: the terms of word 1 dropped, its column holds
+    the ROOT weights); ROOT: ``B[1, d]`` (single-root) or ``B[d, d]``; row 0 is 0.
     """
-    words, root = weights[:, 1:, 1:], weights[:, 1:, 0]
-    diag = torch.diagonal(inverse, dim1=-2, dim2=-1)  # B[d, d]
+    diag = inverse.diagonal(dim1=-2, dim2=-1)  # B[d, d]
     column = inverse.transpose(-1, -2)  # column[d, h] = B[h, d]
     if single_root:
-        keep = torch.ones_like(diag)
-        keep[:, 0] = 0.0  # word 1's column is the ROOT column
-        diag = diag * keep
-        column = column * keep[:, None, :]
-        root_coef = inverse[:, 0, :]
+        words = (diag * not_first).unsqueeze(-1) - column * not_first
+        root_coef = inverse.select(1, 0)
     else:
+        words = diag.unsqueeze(-1) - column
         root_coef = diag
-    if absolute:
-        word_part = words * (diag.abs()[:, :, None] + column.abs())
-        root_part = root * root_coef.abs()
-    else:
-        word_part = words * (diag[:, :, None] - column)
-        root_part = root * root_coef
-    body = torch.cat([root_part[:, :, None], word_part], dim=-1)
-    return torch.cat([torch.zeros_like(body[:, :1]), body], dim=1)
+    body = torch.cat([root_coef.unsqueeze(-1), words], dim=-1)
+    return torch.nn.functional.pad(body, (0, 0, 1, 0))
 
 
-def _trusted(weights, inverse, marginals, real_full, single_root: bool, tol: float) -> Tensor:
-    """``[B]`` bool: the LU marginals are a distribution and the cancellation is harmless."""
-    finite = torch.isfinite(marginals).all(-1).all(-1)
-    in_range = ((marginals >= -tol) & (marginals <= 1 + tol)).all(-1).all(-1)
-    sums = marginals.sum(-1)
-    normalised = (((sums - 1).abs() <= tol) | ~real_full).all(-1)
-    # LU is backward stable here (diagonally dominant columns, growth <= 2): errors are about
-    # eps * N * the terms that cancel in mu, and log Z's error is bounded by their sum.
-    magnitude = _marginals(weights, inverse, single_root=single_root, absolute=True)
-    n = real_full.sum(-1).clamp(min=1)
-    small_error = EPS64 * n * magnitude.sum((-1, -2)) <= tol
-    return finite & in_range & normalised & small_error
+def _trusted(lap: Tensor, inverse: Tensor, n: int, tol: float) -> Tensor:
+    """``[B]`` bool: the LU result is accurate to ``tol`` (False on NaN or inf).
+
+    LU is backward stable here (diagonally dominant rows, growth <= 2): it is the exact LU of
+    ``M + dM`` with ``|dM| <~ eps N |M|``, so log Z moves by ``tr(B dM) <= eps N tr(|B| |M|)``,
+    and the same sum bounds each marginal's error (it is the total size of the terms that
+    cancel in the marginals; padding adds 1 per padding word, harmless). A determinant of the
+    wrong sign, or an inverse that does not invert, would need an error far beyond ``tol``: the
+    tests check the marginals' row sums and signs over the robustness grid.
+    """
+    cancelled = (lap.abs() * inverse.abs().transpose(-1, -2)).sum((-1, -2))
+    return cancelled <= tol / (EPS64 * max(n, 1))
 
 
 def arc_rows(factors: LaplacianFactors) -> Tensor:

@@ -21,7 +21,7 @@ from torch.distributions import Distribution
 from torch.distributions.kl import register_kl
 
 from parser.structs import laplacian
-from parser.structs.laplacian import LaplacianFactors, matrix_tree, word_mask
+from parser.structs.laplacian import LaplacianFactors, arc_mask, matrix_tree, word_mask
 from parser.structs.log_elimination import log_partition_by_elimination, logsumexp_safe
 
 __all__ = ["TreeCRF"]
@@ -29,7 +29,8 @@ __all__ = ["TreeCRF"]
 NEG_INF = float("-inf")
 
 
-def _check_scores(scores: Tensor, lengths: Tensor) -> None:
+def _check_scores(scores: Tensor, lengths: Tensor) -> bool:
+    """Raises ValueError on bad input; returns whether any sentence is shorter than N (padded)."""
     if not isinstance(scores, Tensor) or not scores.is_floating_point():
         raise ValueError(f"scores: expected a float tensor, got {getattr(scores, 'dtype', scores)}")
     if scores.dim() not in (3, 4) or scores.shape[1] != scores.shape[2] or scores.shape[1] < 2:
@@ -41,14 +42,30 @@ def _check_scores(scores: Tensor, lengths: Tensor) -> None:
     if lengths.shape[0] != scores.shape[0]:
         raise ValueError(f"lengths: {lengths.shape[0]} sentences, scores has {scores.shape[0]}")
     size = scores.shape[1]
-    if lengths.numel() and (int(lengths.min()) < 1 or int(lengths.max()) > size - 1):
-        bad = int(((lengths < 1) | (lengths > size - 1)).nonzero()[0, 0])
-        raise ValueError(
-            f"lengths[{bad}] = {int(lengths[bad])} outside 1..N = 1..{size - 1} (scores {tuple(scores.shape)})"
-        )
-    if torch.isnan(scores).any() or torch.isposinf(scores).any():
+    low = size - 1
+    if lengths.numel():
+        low, high = (int(v) for v in torch.aminmax(lengths))
+        if low < 1 or high > size - 1:
+            bad = int(((lengths < 1) | (lengths > size - 1)).nonzero()[0, 0])
+            raise ValueError(
+                f"lengths[{bad}] = {int(lengths[bad])} outside 1..N = 1..{size - 1} (scores {tuple(scores.shape)})"
+            )
+    # One pass on the common path: the maximum is NaN or +inf exactly when a score is.
+    if scores.numel() and not float(scores.detach().amax()) < float("inf"):
         where = tuple(int(i) for i in (torch.isnan(scores) | torch.isposinf(scores)).nonzero()[0])
         raise ValueError(f"scores{list(where)} = {scores[where].item()}: NaN or +inf score")
+    return low < size - 1
+
+
+def _expected(marginals: Tensor, scores: Tensor) -> Tensor:
+    """``[B]`` expected tree score; ``-inf`` scores (non-arcs, marginal 0) count as 0."""
+    return (marginals * torch.nan_to_num(scores, neginf=0.0)).flatten(1).sum(-1)
+
+
+def _forbid(value: Tensor, marginals: Tensor, other_scores: Tensor) -> Tensor:
+    """``value`` with +inf where ``marginals`` put mass on arcs that ``other_scores`` forbid."""
+    forbidden = ((marginals > 0) & torch.isneginf(other_scores)).flatten(1).any(-1)
+    return torch.where(forbidden, float("inf"), value)
 
 
 class TreeCRF(Distribution):
@@ -62,7 +79,7 @@ class TreeCRF(Distribution):
     has_rsample = False
 
     def __init__(self, scores: Tensor, lengths: Tensor, *, single_root: bool = True) -> None:
-        _check_scores(scores, lengths)
+        self._padded = _check_scores(scores, lengths)
         self.scores = scores
         self.lengths = lengths.to(device=scores.device, dtype=torch.long)
         self.single_root = bool(single_root)
@@ -74,39 +91,43 @@ class TreeCRF(Distribution):
     @cached_property
     def arc_mask(self) -> Tensor:
         """``[B, dep, head]`` bool: real arcs (word dep; ROOT or other word head)."""
-        words = word_mask(self.lengths, self.scores.shape[1])
-        heads = words.clone()
-        heads[:, 0] = True
-        eye = torch.eye(words.shape[1], dtype=torch.bool, device=words.device)
-        return words[:, :, None] & heads[:, None, :] & ~eye
+        return arc_mask(self.lengths, self.scores.shape[1], padded=self._padded)
 
     @cached_property
     def labeled_scores(self) -> Tensor:
         """Labeled scores ``[B, dep, head, L]`` with -inf off arcs (labeled CRFs only)."""
-        return self.scores.masked_fill(~self.arc_mask[..., None], NEG_INF)
+        return torch.where(self.arc_mask[..., None], self.scores, NEG_INF)
 
     @cached_property
     def arc_scores(self) -> Tensor:
         """``[B, dep, head]`` arc scores (log-sum-exp over labels), -inf off arcs."""
         if self.labeled:
             return logsumexp_safe(self.labeled_scores, -1)
-        return self.scores.masked_fill(~self.arc_mask, NEG_INF)
+        return torch.where(self.arc_mask, self.scores, NEG_INF)
 
     # ----------------------------------------------------------------- log Z and marginals
     @cached_property
+    def _scores64(self) -> Tensor:
+        """``arc_scores`` in float64."""
+        return self.arc_scores.to(torch.float64)
+
+    @cached_property
     def _factors(self) -> LaplacianFactors:
-        scores64 = self.arc_scores.to(torch.float64)
+        scores64 = self._scores64
         tolerance = laplacian.TOLERANCE.get(self.scores.dtype, laplacian.DEFAULT_TOLERANCE)
-        return matrix_tree(scores64, self.lengths, single_root=self.single_root, tolerance=tolerance)
+        return matrix_tree(scores64, self.lengths, single_root=self.single_root, tolerance=tolerance,
+                           padded=self._padded)
 
     @cached_property
     def _partition(self) -> tuple[Tensor, Tensor]:
         """``(log Z [B], arc marginals [B, dep, head])`` in float64, robust path merged in."""
         factors = self._factors
         log_z, marginals = factors.log_z, factors.marginals
+        if bool(factors.trusted.all()):
+            return log_z, marginals
         bad = (~factors.trusted).nonzero().squeeze(1)
         if bad.numel():
-            scores64 = self.arc_scores.to(torch.float64)
+            scores64 = self._scores64
             graph = torch.is_grad_enabled() and scores64.requires_grad
             if graph:  # LU's graph on a near-singular Laplacian backpropagates 0 * inf = NaN
                 calm = torch.zeros_like(scores64).masked_fill(~self.arc_mask, NEG_INF)
@@ -247,32 +268,33 @@ class TreeCRF(Distribution):
         return TreeCRF(self.scores.masked_fill(~mask, NEG_INF), self.lengths, single_root=self.single_root)
 
     # ----------------------------------------------------------------- expectations
-    def _scored_marginals(self) -> tuple[Tensor, Tensor, Tensor]:
-        """``(marginals, finite scores, finite mask)`` over labeled arcs when labeled."""
-        scores = self.labeled_scores if self.labeled else self.arc_scores
-        finite = torch.isfinite(scores)
-        return self.marginals, torch.where(finite, scores, torch.zeros_like(scores)), finite
-
-    def _flat_sum(self, x: Tensor) -> Tensor:
-        return x.reshape(x.shape[0], -1).sum(-1)
+    def _weighted(self) -> tuple[Tensor, Tensor]:
+        """``(marginals, masked scores)`` with the shape of ``scores`` (float64 when unlabeled)."""
+        if self.labeled:
+            return self.marginals, self.labeled_scores
+        return self._partition[1], self._scores64
 
     def entropy(self) -> Tensor:
         """``[B]`` Shannon entropy (over labeled trees when labeled), O(N^3)."""
-        marginals, scores, _ = self._scored_marginals()
-        return self.log_partition - self._flat_sum(marginals * scores)
+        marginals, scores = self._weighted()
+        return (self._partition[0] - _expected(marginals, scores)).to(self.scores.dtype)
 
     def cross_entropy(self, other: TreeCRF) -> Tensor:
         """``[B]`` -E_self[log other(tree)]; inf where self puts mass on trees other forbids."""
         self._check_other(other)
-        marginals, _, _ = self._scored_marginals()
-        _, other_scores, other_finite = other._scored_marginals()
-        forbidden = self._flat_sum(((marginals > 0) & ~other_finite).to(marginals.dtype)) > 0
-        value = other.log_partition - self._flat_sum(marginals * other_scores)
-        return torch.where(forbidden, torch.full_like(value, float("inf")), value)
+        marginals, _ = self._weighted()
+        _, other_scores = other._weighted()
+        value = other._partition[0] - _expected(marginals, other_scores)
+        return _forbid(value, marginals, other_scores).to(self.scores.dtype)
 
     def kl(self, other: TreeCRF) -> Tensor:
         """``[B]`` KL(self || other) = sum mu (s - s') - log Z + log Z', O(N^3)."""
-        return self.cross_entropy(other) - self.entropy()
+        self._check_other(other)
+        marginals, scores = self._weighted()
+        _, other_scores = other._weighted()
+        gap = torch.nan_to_num(scores, neginf=0.0) - torch.nan_to_num(other_scores, neginf=0.0)
+        value = other._partition[0] - self._partition[0] + (marginals * gap).flatten(1).sum(-1)
+        return _forbid(value, marginals, other_scores).to(self.scores.dtype)
 
     def _check_other(self, other: TreeCRF) -> None:
         if not isinstance(other, TreeCRF):
