@@ -77,5 +77,29 @@ def at_labels(values: Tensor, rels: Tensor) -> Tensor:
     return values.gather(-1, rels.clamp(min=0).unsqueeze(-1)).squeeze(-1)
 
 
+def gold_label_log_probs(
+    label_scores: Tensor, batch: Batch, heads: Tensor, *, who: str
+) -> tuple[Tensor, Tensor]:
+    """Label logits ``label_scores [B, dep, head, L]`` -> ``[B, dep]`` log-softmax (over labels)
+    of each word's gold label at its gold head, and the validated ``[B, N+1]`` gold rels
+    (unannotated heads or labels read index 0; mask them with ``annotated`` and ``rels >= 0``)."""
+    if label_scores.dim() != 4 or label_scores.shape[:3] != (*heads.shape, heads.shape[1]):
+        raise ValueError(
+            f"{who}: label_scores must be [B, dep, head, L] matching heads {tuple(heads.shape)}, "
+            f"got {tuple(label_scores.shape)}"
+        )
+    rels = gold_rels(batch, who=who, n_labels=label_scores.shape[-1])
+    log_probs = at_gold_heads(label_scores, heads).log_softmax(-1)  # [B, dep, L]
+    return at_labels(log_probs, rels), rels
+
+
+def label_cross_entropy(label_scores: Tensor, batch: Batch, heads: Tensor, *, who: str) -> Tensor:
+    """Summed cross-entropy of the label logits ``label_scores [B, dep, head, L]`` on the gold
+    arcs of words whose head and label are both annotated (a scalar)."""
+    log_probs, rels = gold_label_log_probs(label_scores, batch, heads, who=who)
+    mask = annotated(batch, heads) & (rels >= 0)
+    return -torch.where(mask, log_probs, 0.0).sum()
+
+
 def _positions(heads: Tensor) -> Tensor:
     return torch.arange(heads.shape[1], device=heads.device).expand_as(heads)

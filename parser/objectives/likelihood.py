@@ -17,15 +17,7 @@ import torch
 from torch import Tensor
 
 from parser.objectives.base import Output, ParserOutput
-from parser.objectives.gold import (
-    annotated,
-    at_gold_heads,
-    at_labels,
-    detached,
-    gold_heads,
-    gold_rels,
-    per_token,
-)
+from parser.objectives.gold import detached, gold_heads, gold_rels, label_cross_entropy, per_token
 
 if TYPE_CHECKING:
     from parser.data.batch import Batch
@@ -76,16 +68,3 @@ def _tree_nll(dist, batch: Batch, heads: Tensor, rels: Tensor | None) -> Tensor:
         restricted = type(dist)(masked, dist.lengths, single_root=dist.single_root)
     return dist.log_partition - restricted.log_partition
 
-
-def label_cross_entropy(label_scores: Tensor, batch: Batch, heads: Tensor, *, who: str) -> Tensor:
-    """Summed cross-entropy of the label classifier ``label_scores [B, dep, head, L]`` on the
-    gold arcs of words whose head and label are both annotated (a scalar)."""
-    if label_scores.dim() != 4 or label_scores.shape[:3] != (*heads.shape, heads.shape[1]):
-        raise ValueError(
-            f"{who}: label_scores must be [B, dep, head, L] matching heads {tuple(heads.shape)}, "
-            f"got {tuple(label_scores.shape)}"
-        )
-    rels = gold_rels(batch, who=who, n_labels=label_scores.shape[-1])
-    log_probs = at_gold_heads(label_scores, heads).log_softmax(-1)  # [B, dep, L]
-    mask = annotated(batch, heads) & (rels >= 0)
-    return -torch.where(mask, at_labels(log_probs, rels), 0.0).sum()

@@ -15,13 +15,11 @@ from parser.objectives.base import Output, ParserOutput
 from parser.objectives.gold import (
     annotated,
     at_gold_heads,
-    at_labels,
     detached,
     gold_heads,
-    gold_rels,
+    label_cross_entropy,
     per_token,
 )
-from parser.objectives.likelihood import label_cross_entropy
 
 if TYPE_CHECKING:
     from parser.data.batch import Batch
@@ -44,15 +42,10 @@ class LocalHeadCrossEntropy:
         mask = annotated(batch, heads)
         head_nll = -torch.where(mask, at_gold_heads(head_log_probs, heads), 0.0).sum()
         loss, logs = head_nll, {"head_nll": per_token(head_nll, batch)}
-        if joint:
-            rels = gold_rels(batch, who="LocalHeadCrossEntropy", n_labels=scores.shape[-1])
-            label_log_probs = at_gold_heads(scores, heads).log_softmax(-1)  # [B, dep, L]
-            label_nll = -torch.where(mask & (rels >= 0), at_labels(label_log_probs, rels), 0.0).sum()
-        elif out.label_scores is not None:
-            label_nll = label_cross_entropy(out.label_scores, batch, heads, who="LocalHeadCrossEntropy")
-        else:
-            label_nll = None
-        if label_nll is not None:
+        # Joint scores are label logits too: softmax over labels at the gold head.
+        label_scores = scores if joint else out.label_scores
+        if label_scores is not None:
+            label_nll = label_cross_entropy(label_scores, batch, heads, who="LocalHeadCrossEntropy")
             loss = loss + label_nll
             logs["label_nll"] = per_token(label_nll, batch)
         loss = per_token(loss, batch)

@@ -21,6 +21,7 @@ from parser.objectives.gold import (
     at_labels,
     detached,
     gold_heads,
+    gold_label_log_probs,
     gold_rels,
     per_token,
 )
@@ -48,9 +49,10 @@ class Risk:
                 rels = gold_rels(batch, who="Risk", n_labels=marginals.shape[-1])
                 labeled = at_labels(at_gold_heads(marginals, heads), rels)
             elif out.label_scores is not None:
-                rels = gold_rels(batch, who="Risk", n_labels=out.label_scores.shape[-1])
-                label_probs = at_gold_heads(out.label_scores, heads).softmax(-1)  # [B, dep, L]
-                labeled = correct * at_labels(label_probs, rels)
+                label_log_probs, rels = gold_label_log_probs(
+                    out.label_scores, batch, heads, who="Risk"
+                )
+                labeled = correct * label_log_probs.exp()
             else:
                 raise ValueError("Risk(labeled=True) needs labeled scores or out.label_scores")
             correct = torch.where(rels >= 0, labeled, correct)
