@@ -76,28 +76,21 @@ def predict_file(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from parser.train.cli_args import UsageError, parse_key_values
+    from parser.train.cli_args import run_key_value_cli
 
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if any(arg in ("-h", "--help") for arg in argv):
-        print(__doc__)
-        return 0
-    try:
-        args = parse_key_values(argv, defaults=OPTIONS, prog="parser-predict")
-        missing = [key for key in ("checkpoint", "input", "output") if not args[key]]
-        if missing:
-            raise UsageError(f"parser-predict: missing {', '.join(f'{k}=...' for k in missing)}")
-        count = predict_file(
-            args["checkpoint"], args["input"], args["output"], format=args["format"],
-            device=args["device"], tokens_per_batch=int(args["tokens_per_batch"]),
-            on_invalid=args["on_invalid"],
-        )
-    except (ValueError, FileNotFoundError) as error:  # ConlluError, CheckpointError included
-        print(f"parser-predict: error: {error}", file=sys.stderr)
-        return 2
-    print(f"parsed {count} sentences -> {args['output']}")
-    return 0
+    return run_key_value_cli(
+        argv, prog="parser-predict", doc=__doc__, defaults=OPTIONS,
+        required=("checkpoint", "input", "output"), command=_run,
+    )
+
+
+def _run(args: dict) -> str:
+    count = predict_file(
+        args["checkpoint"], args["input"], args["output"], format=args["format"],
+        device=args["device"], tokens_per_batch=int(args["tokens_per_batch"]),
+        on_invalid=args["on_invalid"],
+    )
+    return f"parsed {count} sentences -> {args['output']}"
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import torch
 from parser.eval.cli import main as evaluate_main
 from parser.eval.validate import validate_conllu
 from parser.predict import main as predict_main
+from parser.train.cli_args import run_key_value_cli
 from parser.train.loop import Trainer
 from tests.train.helpers import TINY_MODEL, tiny_config
 
@@ -73,6 +74,31 @@ def test_predict_errors_name_the_problem(checkpoint, tmp_path, capsys):
     assert "unknown option 'inptu'" in capsys.readouterr().err
     assert predict_main([f"input={tmp_path}"]) == 2
     assert "missing checkpoint=..., output=..." in capsys.readouterr().err
+
+
+def test_key_value_cli_shell(capsys):
+    calls = []
+
+    def command(args):
+        calls.append(args)
+        if args["x"] == "missing-file":
+            raise FileNotFoundError("x=missing-file: no such file")
+        return f"got {args['x']} {args['y']}"
+
+    def run(argv):
+        return run_key_value_cli(
+            argv, prog="tool", doc="usage text", defaults={"x": None, "y": "1"}, required=("x",),
+            command=command,
+        )
+
+    assert run(["x=a", "--help"]) == 0 and calls == []
+    assert capsys.readouterr().out == "usage text\n"
+    assert run(["y=2"]) == 2 and calls == []
+    assert capsys.readouterr().err == "tool: error: tool: missing x=...\n"
+    assert run(["x=a", "y=null"]) == 0 and calls == [{"x": "a", "y": None}]
+    assert capsys.readouterr().out == "got a None\n"
+    assert run(["x=missing-file"]) == 2
+    assert capsys.readouterr().err == "tool: error: x=missing-file: no such file\n"
 
 
 def test_evaluate_gold_against_itself_and_a_corrupted_copy(fixtures, tmp_path, capsys):

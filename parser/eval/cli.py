@@ -14,7 +14,6 @@ choose the path).
 
 from __future__ import annotations
 
-import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -77,24 +76,20 @@ def _predict(args: dict) -> tuple[Path, Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from parser.train.cli_args import run_key_value_cli
+
+    return run_key_value_cli(
+        argv, prog="parser-evaluate", doc=__doc__, defaults=OPTIONS, command=_run
+    )
+
+
+def _run(args: dict) -> str:
     from parser.eval.report import format_report
-    from parser.train.cli_args import parse_key_values
     from parser.train.final import format_scores
 
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if any(arg in ("-h", "--help") for arg in argv):
-        print(__doc__)
-        return 0
-    try:
-        report, metrics_path = evaluate(parse_key_values(argv, defaults=OPTIONS, prog="parser-evaluate"))
-    except (ValueError, FileNotFoundError) as error:
-        print(f"parser-evaluate: error: {error}", file=sys.stderr)
-        return 2
-    print(format_report(report))
-    print(format_scores("official" if report.get("official") else "scores", report))
-    print(f"metrics: {metrics_path}")
-    return 0
+    report, metrics_path = evaluate(args)
+    scores = format_scores("official" if report.get("official") else "scores", report)
+    return f"{format_report(report)}\n{scores}\nmetrics: {metrics_path}"
 
 
 if __name__ == "__main__":

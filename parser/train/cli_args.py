@@ -3,9 +3,11 @@ syntax as Hydra overrides, without composing a config)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import logging
+import sys
+from collections.abc import Callable, Mapping, Sequence
 
-__all__ = ["UsageError", "parse_key_values"]
+__all__ = ["UsageError", "parse_key_values", "run_key_value_cli"]
 
 
 class UsageError(ValueError):
@@ -35,3 +37,34 @@ def parse_key_values(
         seen.add(key)
         values[key] = None if value in ("null", "") else value
     return values
+
+
+def run_key_value_cli(
+    argv: Sequence[str] | None,
+    *,
+    prog: str,
+    doc: str | None,
+    defaults: Mapping[str, str | None],
+    required: Sequence[str] = (),
+    command: Callable[[dict[str, str | None]], str],
+) -> int:
+    """The shell shared by ``parser-predict`` and ``parser-evaluate``: logging, ``-h``/``--help``
+    (prints ``doc``), ``key=value`` parsing, the ``required`` options, then ``command(args)``,
+    whose returned text is printed. Bad input (``ValueError``, ``FileNotFoundError``) prints
+    ``<prog>: error: ...`` on stderr and returns 2, so scripts see a usage failure, not a trace."""
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if any(arg in ("-h", "--help") for arg in argv):
+        print(doc)
+        return 0
+    try:
+        args = parse_key_values(argv, defaults=defaults, prog=prog)
+        missing = [key for key in required if not args[key]]
+        if missing:
+            raise UsageError(f"{prog}: missing {', '.join(f'{key}=...' for key in missing)}")
+        text = command(args)
+    except (ValueError, FileNotFoundError) as error:  # ConlluError, CheckpointError included
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        return 2
+    print(text)
+    return 0
