@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 import numbers
 import os
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -27,6 +26,7 @@ from typing import IO, Literal
 import conllu
 
 from parser.data.validate import ConlluError, check_text, parse_rows
+from parser.io_atomic import atomic_write
 
 __all__ = [
     "Sentence",
@@ -266,23 +266,6 @@ def write_conllu(sentences: Iterable[Sentence], path_or_stream: str | os.PathLik
         for block in blocks():
             path_or_stream.write(block)
         return
-    target = Path(path_or_stream)
-    descriptor, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
-                                        suffix=".tmp")
-    try:
-        with open(descriptor, "w", encoding="utf-8", newline="") as out:
-            for block in blocks():
-                out.write(block)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
-        os.replace(temp, target)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+    with atomic_write(path_or_stream) as out:
+        for block in blocks():
+            out.write(block)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import torch
 
 from parser.eval.metrics import AttachmentMetric, universal_relations
 from parser.eval.official import official_scores
+from parser.io_atomic import atomic_write
 
 __all__ = [
     "evaluation_report", "file_report", "format_report", "metrics_path_for", "read_trees",
@@ -140,16 +140,8 @@ def write_metrics_json(metrics: dict, path: str | os.PathLike) -> Path:
     path = Path(path)
     text = json.dumps(_plain(metrics, "metrics"), indent=2, allow_nan=False) + "\n"
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    with atomic_write(path) as file:
+        file.write(text)
     return path
 
 

@@ -2,8 +2,8 @@
 
 A checkpoint is a plain dict saved with ``torch.save`` and read back with ``weights_only=True``
 (only tensors and Python containers/scalars inside: the trainer converts everything else).
-Writes go to a temporary file in the same directory, are fsync'ed, then renamed over the target,
-so a crash (kill -9 included) leaves either the old file or the new one, never half of one.
+Writes go through :func:`parser.io_atomic.atomic_write` (temporary file, fsync, rename), so a
+crash (kill -9 included) leaves either the old file or the new one, never half of one.
 """
 
 from __future__ import annotations
@@ -12,12 +12,13 @@ import logging
 import os
 import random
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+
+from parser.io_atomic import atomic_write
 
 __all__ = [
     "CheckpointError",
@@ -42,17 +43,8 @@ def save_checkpoint(state: dict[str, Any], path: str | os.PathLike) -> Path:
     """Write ``state`` to ``path`` atomically (temp file + fsync + rename)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            torch.save({"format": FORMAT, **state}, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
+    with atomic_write(path, binary=True) as handle:
+        torch.save({"format": FORMAT, **state}, handle)
     return path
 
 
@@ -134,14 +126,3 @@ def restore_rng(state: dict[str, Any]) -> None:
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # not possible on every platform; the rename is still atomic
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
