@@ -10,7 +10,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["KNOWN_TREEBANKS", "SPLITS", "available_treebanks", "resolve_ud_root", "treebank_file"]
+__all__ = [
+    "KNOWN_TREEBANKS",
+    "SPLITS",
+    "available_treebanks",
+    "existing_file",
+    "resolve_ud_root",
+    "treebank_file",
+]
 
 KNOWN_TREEBANKS = ("en_ewt", "de_gsd", "fi_tdt", "fr_gsd", "ar_padt")
 SPLITS = ("train", "dev", "test")
@@ -33,6 +40,21 @@ def resolve_ud_root(configured: str | os.PathLike | None = None) -> Path:
     if not root.is_dir():
         raise ValueError(f"UD data root {root} (from {source}) is not a directory; {_HOW}")
     return root
+
+
+def existing_file(value: str | os.PathLike, *, option: str) -> Path:
+    """The file a user named in ``option`` (``~`` expanded); ValueError naming the option and
+    the value when it is not a file.
+
+    >>> existing_file("/nonexistent.conllu", option="data.dev_file")
+    Traceback (most recent call last):
+    ...
+    ValueError: data.dev_file=/nonexistent.conllu: no such file
+    """
+    path = Path(value).expanduser()
+    if not path.is_file():
+        raise ValueError(f"{option}={value}: no such file")
+    return path
 
 
 def available_treebanks(root: str | os.PathLike) -> list[str]:

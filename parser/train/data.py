@@ -15,7 +15,7 @@ from pathlib import Path
 from parser.config import DataConfig, OnInvalid
 from parser.data.batching import BucketBatcher, EncodedSentence, encode_all
 from parser.data.conllu_io import Sentence, Treebank, read_conllu, read_tokenized
-from parser.data.paths import resolve_ud_root, treebank_file
+from parser.data.paths import existing_file, resolve_ud_root, treebank_file
 from parser.data.streams import TrainingStream, split_labeled, strip_annotation
 from parser.data.vocab import Vocabularies
 
@@ -29,10 +29,7 @@ def split_path(cfg: DataConfig, split: str) -> Path | None:
     of ``<split>_split`` under the data root; None when both are null."""
     explicit = getattr(cfg, f"{split}_file")
     if explicit:
-        path = Path(explicit).expanduser()
-        if not path.is_file():
-            raise ValueError(f"data.{split}_file={explicit}: no such file")
-        return path
+        return existing_file(explicit, option=f"data.{split}_file")
     name = getattr(cfg, f"{split}_split")
     if not name:
         return None
@@ -52,9 +49,7 @@ def read_split(cfg: DataConfig, split: str, *, require_trees: bool = True) -> Tr
 
 def read_unlabeled(path: str | Path, *, on_invalid: str) -> list[Sentence]:
     """A CoNLL-U file (trees, if any, removed) or one tokenised sentence per line."""
-    path = Path(path).expanduser()
-    if not path.is_file():
-        raise ValueError(f"data.unlabeled_file={path}: no such file")
+    path = existing_file(path, option="data.unlabeled_file")
     if path.suffix in (".conllu", ".conll"):
         sentences = read_conllu(path, on_invalid=on_invalid, require_trees=False).sentences
     else:

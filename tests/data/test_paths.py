@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from parser.data import paths
-from parser.data.paths import KNOWN_TREEBANKS, resolve_ud_root, treebank_file
+from parser.data.paths import KNOWN_TREEBANKS, existing_file, resolve_ud_root, treebank_file
 
 
 def _fake_root(tmp_path):
@@ -54,3 +54,11 @@ def test_real_root_has_the_known_treebanks(ud_root):
         assert treebank_file(ud_root, name, "test").is_file()
     with pytest.raises(ValueError, match=r"available: dev, test"):
         treebank_file(ud_root, "fi_tdt", "train")
+
+
+def test_existing_file_expands_home_and_names_the_option(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "a.conllu").write_text("")
+    assert existing_file("~/a.conllu", option="data.train_file") == tmp_path / "a.conllu"
+    with pytest.raises(ValueError, match=r"^data.dev_file=~: no such file$"):
+        existing_file("~", option="data.dev_file")  # a folder is not a file
