@@ -74,6 +74,15 @@ class GeneralizedExpectation:
         result = self.loss_of(self.aggregate_of(out, batch))
         return Output(result.loss.to(out.dist.scores.dtype), result.logs)
 
+    def state_dict(self) -> dict[str, dict]:
+        """The mutable state (the corpus cache) for a checkpoint."""
+        return {"cache": self.cache.state_dict()}
+
+    def load_state_dict(self, state: dict[str, dict]) -> None:
+        if "cache" not in state:
+            raise ValueError(f"GeneralizedExpectation.load_state_dict: no 'cache' entry in {sorted(state)}")
+        self.cache.load_state_dict(state["cache"])
+
     def sentence_expectations(self, out: ParserOutput, batch: Batch) -> tuple[Tensor, Tensor]:
         """``([B, K] expected firing arcs, [B, K] child-word counts)`` of each sentence, float64."""
         dist = out.dist

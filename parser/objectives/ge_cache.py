@@ -60,7 +60,25 @@ class ExpectationCache:
         return {"expected": self.expected, "counts": self.counts, "seen": self.seen}
 
     def load_state_dict(self, state: dict[str, Tensor | None]) -> None:
-        self.expected, self.counts, self.seen = state["expected"], state["counts"], state["seen"]
+        """Restore :meth:`state_dict`'s output (copied: later updates never touch ``state``)."""
+        missing = sorted({"expected", "counts", "seen"} - set(state))
+        if missing:
+            raise ValueError(f"ExpectationCache.load_state_dict: missing entries {missing}")
+        expected, counts, seen = state["expected"], state["counts"], state["seen"]
+        if expected is None or counts is None or seen is None:
+            if not (expected is None and counts is None and seen is None):
+                raise ValueError("ExpectationCache.load_state_dict: expected, counts and seen must "
+                                 "all be tensors or all None")
+            self.expected = self.counts = self.seen = None
+            return
+        if expected.dim() != 2 or counts.shape != expected.shape or seen.shape != expected.shape[:1]:
+            raise ValueError(
+                f"ExpectationCache.load_state_dict: expected {tuple(expected.shape)}, counts "
+                f"{tuple(counts.shape)} and seen {tuple(seen.shape)} must be [S, K], [S, K], [S]"
+            )
+        self.expected = expected.detach().to(torch.float64).clone()
+        self.counts = counts.detach().to(torch.float64).clone()
+        self.seen = seen.detach().to(torch.bool).clone()
 
     def _check(self, index: Tensor, expected: Tensor, counts: Tensor) -> None:
         if index.dim() != 1 or expected.shape != (index.shape[0], expected.shape[-1]):

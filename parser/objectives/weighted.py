@@ -78,6 +78,29 @@ class WeightedSum:
         found = {term.stream for term in self.terms}
         return {"labeled", "unlabeled"} if "any" in found else found
 
+    def state_dict(self) -> dict[str, dict]:
+        """The mutable state of the terms that keep some (GE's corpus cache), by term name; the
+        trainer checkpoints it so that a resumed run continues exactly."""
+        return {term.name: term.objective.state_dict() for term in self.terms if _stateful(term)}
+
+    def load_state_dict(
+        self, state: dict[str, dict], *, strict: bool = True
+    ) -> tuple[list[str], list[str]]:
+        """Restore :meth:`state_dict`'s output. Returns ``(missing, unexpected)`` term names (as
+        ``torch.nn.Module.load_state_dict`` does); ``strict`` raises ``ValueError`` unless both
+        are empty. Matching terms are loaded either way."""
+        stateful = {term.name for term in self.terms if _stateful(term)}
+        missing, unexpected = sorted(stateful - set(state)), sorted(set(state) - stateful)
+        if strict and (missing or unexpected):
+            raise ValueError(
+                f"WeightedSum.load_state_dict: no state for terms {missing}, state for unknown "
+                f"terms {unexpected} (stateful terms here: {sorted(stateful)})"
+            )
+        for term in self.terms:
+            if term.name in stateful and term.name in state:
+                term.objective.load_state_dict(state[term.name])
+        return missing, unexpected
+
     def __call__(self, out: ParserOutput, batch: Batch, *, step: int = 0) -> Output:
         total = None
         logs = {}
@@ -96,6 +119,13 @@ class WeightedSum:
             total = torch.where(torch.isfinite(scores), scores, 0.0).sum() * 0.0
         logs["total"] = total.detach()
         return Output(total, logs)
+
+
+def _stateful(term: Term) -> bool:
+    objective = term.objective
+    return callable(getattr(objective, "state_dict", None)) and callable(
+        getattr(objective, "load_state_dict", None)
+    )
 
 
 def weighted_sum(terms: Sequence[Term]) -> WeightedSum:

@@ -14,7 +14,8 @@ What each rank does (``W`` ranks, rank ``r``):
   averaged gradient is that of ``sum / T``: the 1-process gradient of the same global batch.
   GE terms all-reduce their ``GEAggregate`` (differentiable; its backward sums the ranks'
   gradients, which DDP's average undoes), so every rank holds the global GE loss, unscaled.
-  The corpus-level GE cache is kept identical on every rank from all ranks' sentences;
+  The corpus-level GE cache is kept identical on every rank from all ranks' sentences (rank 0
+  checkpoints it; on resume every rank loads it);
 - logged scalars are averaged over ranks (after the scaling above that is the global value);
   a step is skipped on every rank when the loss is non-finite on any;
 - rank 0 alone evaluates on dev (the scores are broadcast, so early stopping agrees), writes
@@ -272,6 +273,15 @@ class DistributedObjective:
             raise ValueError(f"DistributedObjective: expected a WeightedSum, got {type(objective).__name__}")  # noqa: TRY004
         self.objective = objective
         self.context = context
+
+    def state_dict(self) -> dict[str, dict]:
+        """The wrapped objective's state (the corpus GE cache is the same on every rank)."""
+        return self.objective.state_dict()
+
+    def load_state_dict(
+        self, state: dict[str, dict], *, strict: bool = True
+    ) -> tuple[list[str], list[str]]:
+        return self.objective.load_state_dict(state, strict=strict)
 
     def token_share(self, batch) -> float:
         """``W * T_r / T``: this rank's words over the global batch's, times the world size."""

@@ -7,7 +7,8 @@ stop the run. Every ``trainer.eval_every`` steps the dev set is parsed (maximum 
 and scored; a better dev LAS (UAS when there are no relations) writes ``best.pt``, and
 ``trainer.patience`` evaluations without gain stop training. A periodic checkpoint follows each
 evaluation: model, optimiser, schedule, step, epoch, stream position, RNG states, early-stopping
-state, resolved config and vocabularies, so that ``trainer.resume`` continues exactly.
+state, the objective's state (GE corpus expectations), resolved config and vocabularies, so that
+``trainer.resume`` continues exactly.
 """
 
 from __future__ import annotations
@@ -117,12 +118,18 @@ class Trainer:
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
             "stream": self.data.stream.state_dict(),
+            "objective": self._objective_state(),  # e.g. corpus-level GE expectations
             "trainer": asdict(self.state),
             "epoch": self.data.stream.epoch,
             "rng": capture_rng(),
             "config": OmegaConf.to_container(self.cfg, resolve=True, enum_to_str=True),
             "vocabs": self.vocabs.state_dict(),
         }
+
+    def _objective_state(self) -> dict[str, Any]:
+        """The objective's mutable state; {} for a plain callable (e.g. one a test wraps)."""
+        state_dict = getattr(self.objective, "state_dict", None)
+        return state_dict() if callable(state_dict) else {}
 
     def _restore(self, state: dict[str, Any]) -> None:
         saved_model = state["config"]["model"]
@@ -136,6 +143,13 @@ class Trainer:
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.data.stream.load_state_dict(state["stream"])
+        # GE corpus expectations; a checkpoint of another objective (or an older one) leaves the
+        # missing terms' state empty: said, since the run then does not continue exactly.
+        missing, unexpected = self.objective.load_state_dict(state.get("objective", {}), strict=False)
+        if missing or unexpected:
+            log.warning("trainer.resume: objective state missing for terms %s, not used for terms "
+                        "%s (another objective than the checkpoint's?): those start afresh",
+                        missing, unexpected)
         self.state = TrainState(**state["trainer"])
         ranks = state.get("rng_ranks")
         own = self.dist.enabled and ranks is not None and len(ranks) == self.dist.world_size

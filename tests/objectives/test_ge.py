@@ -140,6 +140,29 @@ def test_corpus_aggregate_replaces_cached_rows_with_live_values():
         objective.aggregate_of(ParserOutput(TreeCRF(s_new, first.lengths)), make_batch(LENGTHS[:2]))
 
 
+def test_corpus_cache_state_round_trip_continues_identically():
+    constraints = constraint_set()
+    first = make_batch(LENGTHS[:2], upos=upos_ids(SENTENCES[:2]), index=[0, 1])
+    second = make_batch(LENGTHS[2:], upos=upos_ids(SENTENCES[2:]), index=[2])
+    s_first, s_second = random_scores(LENGTHS[:2], seed=36), random_scores(LENGTHS[2:], seed=37)
+    original = GeneralizedExpectation(constraints, aggregate="corpus")
+    original.aggregate_of(ParserOutput(TreeCRF(s_first, first.lengths)), first)
+    state = original.state_dict()
+    saved = state["cache"]["expected"].clone()
+    restored = GeneralizedExpectation(constraints, aggregate="corpus")
+    restored.load_state_dict(state)
+    want = original(ParserOutput(TreeCRF(s_second, second.lengths)), second).loss
+    got = restored(ParserOutput(TreeCRF(s_second, second.lengths)), second).loss
+    assert float(got.detach()) == float(want.detach())
+    e1, _ = brute_expectations(s_first, constraints, SENTENCES[:2])
+    torch.testing.assert_close(restored.cache.expected[:2].sum(0), e1)
+    assert torch.equal(state["cache"]["expected"], saved)  # the given state is not mutated
+    with pytest.raises(ValueError, match="no 'cache' entry"):
+        restored.load_state_dict({})
+    with pytest.raises(ValueError, match=r"must be \[S, K\]"):
+        restored.load_state_dict({"cache": {"expected": saved, "counts": saved[:1], "seen": saved[:, 0] > 0}})
+
+
 @pytest.mark.parametrize("criterion", ["squared", "kl"])
 def test_ge_targets_met_on_a_toy_problem(criterion):
     spec = [

@@ -158,3 +158,17 @@ def test_build_objective_from_an_omegaconf_node():
     node = OmegaConf.create({"likelihood": {"weight": 1.0}, "entropy": {"weight": 0.1, "warmup": 50, "stream": None}})
     objective = build_objective(node)
     assert objective.names == ["likelihood", "entropy"] and objective.terms[1].stream == "unlabeled"
+
+
+def test_state_dict_holds_the_stateful_terms_only():
+    constraints = load_constraints("ud_universal", ["<pad>", "<unk>", "<root>", "NOUN", "VERB"])
+    objective = WeightedSum((
+        Term("likelihood", Likelihood(), stream="labeled"),
+        Term("ge", GeneralizedExpectation(constraints, aggregate="corpus")),
+    ))
+    state = objective.state_dict()
+    assert set(state) == {"ge"} and state["ge"]["cache"]["expected"] is None
+    assert objective.load_state_dict(state) == ([], [])
+    with pytest.raises(ValueError, match=r"no state for terms \['ge'\], state for unknown terms \['other'\]"):
+        objective.load_state_dict({"other": {}})
+    assert objective.load_state_dict({"other": {}}, strict=False) == (["ge"], ["other"])

@@ -114,3 +114,37 @@ def test_early_stopping_after_patience(tmp_path):
     state = Trainer(cfg, run_dir=tmp_path).fit()
     assert state.stopped_early and state.step < 100
     assert state.evals_without_gain == 2
+
+
+GE_CORPUS = ["objective=likelihood_ge", "objective.terms.ge.warmup=0",
+             "+objective.terms.ge.aggregate=corpus", "data.labeled_size=10",
+             "trainer.eval_every=4", "trainer.keep_last=10", "trainer.patience=null",
+             "model.dropout=0.3"]
+
+
+def _ge_cache(trainer: Trainer):
+    return next(t.objective for t in trainer.objective.terms if t.name == "ge").cache
+
+
+def test_resume_with_corpus_ge_restores_the_expectation_cache(tmp_path):
+    straight = Trainer(tiny_config("trainer.max_steps=10", *GE_CORPUS), run_dir=tmp_path / "a")
+    straight.fit()
+    checkpoint = tmp_path / "a" / "checkpoints" / "step-00000004.pt"
+    saved = load_checkpoint(checkpoint)["objective"]["ge"]["cache"]
+    assert int(saved["seen"].sum()) > 0  # unlabeled sentences seen by step 4 are in the file
+
+    resumed = Trainer(tiny_config("trainer.max_steps=10", f"trainer.resume={checkpoint}", *GE_CORPUS),
+                      run_dir=tmp_path / "b")
+    assert torch.equal(_ge_cache(resumed).expected, saved["expected"])
+    resumed.fit()
+    for name, value in _params(straight.model).items():
+        assert torch.equal(value, dict(resumed.model.named_parameters())[name].detach()), name
+    for key in ("expected", "counts", "seen"):
+        assert torch.equal(getattr(_ge_cache(resumed), key), getattr(_ge_cache(straight), key)), key
+
+    # The cache matters: resumed with it emptied, the run ends elsewhere.
+    emptied = Trainer(tiny_config("trainer.max_steps=10", f"trainer.resume={checkpoint}", *GE_CORPUS),
+                      run_dir=tmp_path / "c")
+    _ge_cache(emptied).load_state_dict({"expected": None, "counts": None, "seen": None})
+    emptied.fit()
+    assert any(not torch.equal(p, q) for p, q in zip(straight.model.parameters(), emptied.model.parameters()))
