@@ -54,3 +54,17 @@ def single(batch: Batch, b: int) -> Batch:
         upos=batch.upos[b : b + 1, : n + 1],
         lengths=batch.lengths[b : b + 1],
     )
+
+
+def assert_padding_invariant(model, tight: Batch, noisy: Batch) -> None:
+    """``model``'s arc and label scores on each real sentence are the same with tight padding,
+    with ``noisy`` extra padding, and for the sentence alone in its batch."""
+    with torch.no_grad():
+        a, b = model(tight), model(noisy)
+        for i, n in enumerate(tight.lengths.tolist()):
+            real = slice(0, n + 1)
+            torch.testing.assert_close(b.arcs[i, real, real], a.arcs[i, real, real])
+            torch.testing.assert_close(b.labels[i, real, real], a.labels[i, real, real])
+            alone = model(single(tight, i))
+            torch.testing.assert_close(alone.arcs[0], a.arcs[i, real, real])
+            torch.testing.assert_close(alone.labels[0], a.labels[i, real, real])

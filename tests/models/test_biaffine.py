@@ -11,8 +11,8 @@ from tests.models.batches import (
     N_RELS,
     N_UPOS,
     N_WORDS,
+    assert_padding_invariant,
     random_batch,
-    single,
     with_noisy_padding,
 )
 
@@ -67,15 +67,7 @@ def test_padding_invariance_and_batched_equals_single() -> None:
     model = small_model().eval()
     tight = random_batch(LENGTHS, seed=3)
     noisy = with_noisy_padding(tight, extra=3, extra_chars=2, seed=4)
-    with torch.no_grad():
-        a, b = model(tight), model(noisy)
-        for i, n in enumerate(LENGTHS):
-            real = slice(0, n + 1)
-            torch.testing.assert_close(b.arcs[i, real, real], a.arcs[i, real, real])
-            torch.testing.assert_close(b.labels[i, real, real], a.labels[i, real, real])
-            alone = model(single(tight, i))
-            torch.testing.assert_close(alone.arcs[0], a.arcs[i, real, real])
-            torch.testing.assert_close(alone.labels[0], a.labels[i, real, real])
+    assert_padding_invariant(model, tight, noisy)
 
 
 def test_eval_is_deterministic_and_training_is_not() -> None:
