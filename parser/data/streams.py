@@ -20,8 +20,9 @@ from dataclasses import replace
 import numpy as np
 
 from parser.data.batch import Batch
-from parser.data.batching import BucketBatcher
+from parser.data.batching import BucketBatcher, encode_all
 from parser.data.conllu_io import Sentence
+from parser.data.vocab import Vocabularies
 
 __all__ = ["LABELED", "UNLABELED", "TrainingStream", "split_labeled", "strip_annotation"]
 
@@ -90,6 +91,41 @@ class TrainingStream:
         self.unlabeled_ratio = float(unlabeled_ratio)
         self._credit = 0.0  # unlabeled batches owed
         self._iterators: dict[str, Iterator[Batch] | None] = {LABELED: None, UNLABELED: None}
+
+    @classmethod
+    def from_sentences(
+        cls,
+        labeled: Sequence[Sentence],
+        unlabeled: Sequence[Sentence],
+        vocabs: Vocabularies,
+        *,
+        tokens_per_batch: int,
+        max_length: int | None,
+        unlabeled_ratio: float,
+        seed: int,
+        num_replicas: int = 1,
+        rank: int = 0,
+    ) -> TrainingStream:
+        """The stream over encoded ``labeled`` trees and ``unlabeled`` text (either may be
+        empty), each shuffled by its own seed (``seed``, ``seed + 1``) and, in a distributed
+        run, sharded by ``rank`` of ``num_replicas``."""
+
+        def batcher(
+            part: Sequence[Sentence], *, is_labeled: bool, offset: int
+        ) -> BucketBatcher | None:
+            if not part:
+                return None
+            return BucketBatcher(
+                encode_all(part, vocabs), tokens_per_batch=tokens_per_batch, shuffle=True,
+                seed=seed + offset, max_length=max_length, labeled=is_labeled,
+                num_replicas=num_replicas, rank=rank,
+            )
+
+        return cls(
+            batcher(labeled, is_labeled=True, offset=0),
+            batcher(unlabeled, is_labeled=False, offset=1),
+            unlabeled_ratio=unlabeled_ratio,
+        )
 
     @property
     def primary(self) -> BucketBatcher:

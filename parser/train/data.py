@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from parser.config import DataConfig, OnInvalid
-from parser.data.batching import BucketBatcher, EncodedSentence, encode_all
+from parser.data.batching import BucketBatcher, EncodedSentence
 from parser.data.conllu_io import Sentence, Treebank, read_conllu, read_tokenized
 from parser.data.paths import existing_file, resolve_ud_root, treebank_file
 from parser.data.streams import TrainingStream, split_labeled, strip_annotation
@@ -105,19 +105,10 @@ def load_training_data(
         vocabs = Vocabularies.build(labeled + unlabeled, min_freq=cfg.min_freq)
     log.info("training on %d labeled and %d unlabeled sentences", len(labeled), len(unlabeled))
 
-    def batcher(part: list[Sentence], *, is_labeled: bool, offset: int) -> BucketBatcher | None:
-        if not part:
-            return None
-        return BucketBatcher(
-            encode_all(part, vocabs), tokens_per_batch=cfg.tokens_per_batch, shuffle=True,
-            seed=seed + offset, max_length=cfg.max_length, labeled=is_labeled,
-            num_replicas=num_replicas, rank=rank,
-        )
-
-    stream = TrainingStream(
-        batcher(labeled, is_labeled=True, offset=0),
-        batcher(unlabeled, is_labeled=False, offset=1),
-        unlabeled_ratio=cfg.unlabeled_ratio,
+    stream = TrainingStream.from_sentences(
+        labeled, unlabeled, vocabs, tokens_per_batch=cfg.tokens_per_batch,
+        max_length=cfg.max_length, unlabeled_ratio=cfg.unlabeled_ratio, seed=seed,
+        num_replicas=num_replicas, rank=rank,
     )
     return TrainingData(
         vocabs=vocabs, stream=stream, labeled=labeled, unlabeled=unlabeled,

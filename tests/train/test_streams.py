@@ -4,7 +4,9 @@ import pytest
 import torch
 
 from parser.config import DataConfig
-from parser.data.streams import LABELED, UNLABELED, split_labeled
+from parser.data.conllu_io import read_conllu
+from parser.data.streams import LABELED, UNLABELED, TrainingStream, split_labeled, strip_annotation
+from parser.data.vocab import Vocabularies
 from parser.train.data import load_training_data
 from parser.train.loop import Trainer
 from tests.train.helpers import tiny_config
@@ -65,6 +67,28 @@ def test_no_trees_at_all_trains_on_the_unlabeled_stream(fixtures):
     data = load_training_data(_data_config(fixtures, labeled_size=0), seed=0)
     assert data.stream.labeled is None
     assert {kind for kind, _, _ in _draw(data.stream, 5)} == {UNLABELED}
+
+
+def test_from_sentences_shards_by_rank_and_skips_empty_parts(fixtures):
+    sentences = read_conllu(fixtures / "tiny-train.conllu").sentences
+    vocabs = Vocabularies.build(sentences, min_freq=1)
+    text = strip_annotation(sentences[8:])
+
+    def stream(rank, labeled=sentences[:8]):
+        return TrainingStream.from_sentences(
+            labeled, text, vocabs, tokens_per_batch=60, max_length=None, unlabeled_ratio=1.0,
+            seed=0, num_replicas=2, rank=rank,
+        )
+
+    shards = [stream(rank) for rank in (0, 1)]
+    for part, size, seed in (("labeled", 8, 0), ("unlabeled", len(sentences) - 8, 1)):
+        batchers = [getattr(shard, part) for shard in shards]
+        assert [b.seed for b in batchers] == [seed, seed] and len(batchers[0].encoded) == size
+        seen = [{i for batch in b.batch_indices(0) for i in batch} for b in batchers]
+        assert seen[0] and seen[1] and not seen[0] & seen[1]  # each rank its own sentences
+    assert shards[0].unlabeled.encoded[0].heads is None
+    alone = stream(0, labeled=[])
+    assert alone.labeled is None and alone.primary is alone.unlabeled
 
 
 def test_unlabeled_text_file(fixtures, tmp_path):
