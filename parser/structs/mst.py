@@ -152,9 +152,7 @@ def _reaches_root(parent: Tensor) -> Tensor:
     return (jump == 0).all(dim=1)
 
 
-def _best_entering(
-    w: Tensor, offset: Tensor, component: Tensor
-) -> tuple[Tensor, Tensor, Tensor]:
+def _best_entering(w: Tensor, offset: Tensor, component: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """Each component's best entering arc, indexed by the component's label (its smallest node).
 
     ``w [B, dep, head]`` weights, ``offset [B, dep]`` what contraction took off each dependent's

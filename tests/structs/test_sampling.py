@@ -109,15 +109,81 @@ def test_concentrated_distribution_samples_the_argmax(single_root):
     assert (heads == gold).all()
 
 
-def test_out_of_range_scores_raise_or_sample_trees():
-    # Gaps of 1e3 nats underflow float64 weights: either valid trees or FloatingPointError.
-    scores = 1e3 * torch.randn(1, 21, 21, generator=torch.Generator().manual_seed(2))
-    try:
-        heads = sample_trees(scores, torch.tensor([20]), single_root=True, n=5)
-    except FloatingPointError as error:
-        assert "sentence 0" in str(error)
-    else:
-        check_trees(heads, torch.tensor([20]), single_root=True)
+class CountFallback:
+    """Wraps ``sample_by_marginals`` as seen by ``sample_trees``: counts the samples it finishes."""
+
+    def __init__(self, monkeypatch):
+        from parser.structs import sampling
+
+        self.rows = 0
+        self.inner = sampling.sample_by_marginals
+        monkeypatch.setattr(sampling, "sample_by_marginals", self)
+
+    def __call__(self, scores, *args, **kwargs):
+        self.rows += scores.shape[0]
+        return self.inner(scores, *args, **kwargs)
+
+
+@pytest.mark.parametrize("single_root", [False, True])
+def test_exact_fallback_frequencies_match_brute_force(single_root, monkeypatch):
+    # Two 2-cycles of 40-nat arcs: the float64 Laplacian has condition ~e^40, the fast path
+    # refuses every sample at its first step, so these frequencies test the fallback alone.
+    fallback = CountFallback(monkeypatch)
+    generator = torch.Generator().manual_seed(31 + single_root)
+    n, draws = 4, 20_000
+    scores = torch.randn(1, n + 1, n + 1, generator=generator, dtype=torch.float64)
+    for dep, head in [(1, 2), (2, 1), (3, 4), (4, 3)]:
+        scores[0, dep, head] += 40.0
+    heads = sample_trees(
+        scores, torch.tensor([n]), single_root=single_root, n=draws, generator=generator
+    )
+    assert fallback.rows == draws
+    trees, log_weights, log_z = enumerate_distribution(scores[0], n, single_root=single_root)
+    probs = torch.exp(log_weights - log_z)
+    code = (n + 1) ** torch.arange(n)
+    tree_codes = (torch.tensor(trees) * code).sum(-1)
+    sample_codes = (heads[:, 0, 1 : n + 1] * code).sum(-1)
+    assert torch.isin(sample_codes, tree_codes).all()
+    counts = (sample_codes[:, None] == tree_codes[None, :]).sum(0).double()
+    expected, observed = probs * draws, counts
+    rare = expected < 5
+    expected = torch.cat([expected[~rare], expected[rare].sum()[None]])
+    observed = torch.cat([observed[~rare], observed[rare].sum()[None]])
+    assert len(expected) > 10
+    result = chisquare(observed.numpy(), expected.numpy())
+    assert result.pvalue > 1e-3, result
+
+
+@pytest.mark.parametrize("single_root", [False, True])
+def test_any_scale_gives_trees_and_planted_trees(single_root, monkeypatch):
+    fallback = CountFallback(monkeypatch)
+    generator = torch.Generator().manual_seed(13 + single_root)
+    for n in (30, 100):
+        lengths = torch.tensor([n, n // 2 + 3])
+        for scale in (100.0, 1e3, 1e4):
+            scores = (scale * torch.randn(2, n + 1, n + 1, generator=generator)).float()
+            heads = sample_trees(scores, lengths, single_root=single_root, n=2, generator=generator)
+            check_trees(heads, lengths, single_root=single_root)
+            # A planted tree ahead of each word's other arcs by >= 3 scale holds all the mass.
+            gold = [0, 0] + [
+                int(torch.randint(0, d, (1,), generator=generator)) for d in range(2, n + 1)
+            ]
+            if single_root:
+                gold = [0, 0] + [
+                    int(torch.randint(1, d, (1,), generator=generator)) for d in range(2, n + 1)
+                ]
+            gold = torch.tensor(gold)
+            planted = scale * torch.randn(1, n + 1, n + 1, generator=generator).clamp(-1, 1)
+            planted[0, torch.arange(1, n + 1), gold[1:]] += 5 * scale
+            heads = sample_trees(
+                planted.float(),
+                torch.tensor([n]),
+                single_root=single_root,
+                n=2,
+                generator=generator,
+            )
+            assert (heads[:, 0] == gold).all()
+    assert fallback.rows > 0  # the random sentences at these scales need the exact fallback
 
 
 def test_no_tree_and_bad_input_raise():
