@@ -45,11 +45,12 @@ def predict_file(
     Returns the number of sentences written."""
     from parser.data.conllu_io import read_conllu, read_tokenized
     from parser.train.components import load_parser, resolve_device
-    from parser.train.inference import parse, write_predictions
+    from parser.train.inference import log_unknown_words, parse, write_predictions
+    from parser.train.user_files import input_file, output_file
 
-    input_path = Path(input_path)
-    if not input_path.is_file():
-        raise ValueError(f"input={input_path}: no such file")
+    # Every path checked before the model loads; the output replaces nothing until it is whole.
+    input_path = input_file(input_path, option="input")
+    output_path = output_file(output_path, option="output", inputs=(input_path, checkpoint))
     if format not in ("auto", "conllu", "text"):
         raise ValueError(f"format={format!r}: expected auto, conllu or text")
     if on_invalid not in ("error", "skip"):
@@ -67,10 +68,9 @@ def predict_file(
     ):
         log.warning("%s has no UPOS tags but the model was trained with UPOS input: expect lower "
                     "accuracy (tag the input first)", input_path)
+    log_unknown_words(treebank.sentences, vocabs, name=str(input_path))
     predictions = parse(model, treebank.sentences, vocabs, tokens_per_batch=tokens_per_batch,
                         device=torch_device, score=False)
-    output_path = Path(output_path)
-    output_path.parent.mkdir(parents=True, exist_ok=True)
     write_predictions(treebank.sentences, predictions, output_path)
     return len(treebank.sentences)
 

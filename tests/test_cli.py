@@ -94,7 +94,7 @@ def test_key_value_cli_shell(capsys):
     assert run(["x=a", "--help"]) == 0 and calls == []
     assert capsys.readouterr().out == "usage text\n"
     assert run(["y=2"]) == 2 and calls == []
-    assert capsys.readouterr().err == "tool: error: tool: missing x=...\n"
+    assert capsys.readouterr().err == "tool: error: missing x=...\n"
     assert run(["x=a", "y=null"]) == 0 and calls == [{"x": "a", "y": None}]
     assert capsys.readouterr().out == "got a None\n"
     assert run(["x=missing-file"]) == 2

@@ -36,21 +36,26 @@ OPTIONS = {
 
 def evaluate(args: dict) -> tuple[dict, Path]:
     """The report (``parser.eval.report.file_report``) and where its JSON was written."""
+    from parser.data.conllu_io import read_conllu
     from parser.eval.report import file_report, metrics_path_for, write_metrics_json
+    from parser.train.user_files import input_file, output_file
 
     if args["checkpoint"]:
         if args["pred"]:
-            raise ValueError("parser-evaluate: give pred= (score a file) or checkpoint= (parse, then score), not both")
+            raise ValueError("give pred= (score a file) or checkpoint= (parse, then score), not both")
         pred_path, gold_path = _predict(args)
     else:
         if not args["gold"] or not args["pred"]:
-            raise ValueError("parser-evaluate: give gold=... pred=..., or checkpoint=... treebank=... split=...")
-        gold_path, pred_path = Path(args["gold"]), Path(args["pred"])
-    for role, path in (("gold", gold_path), ("pred", pred_path)):
-        if not path.is_file():
-            raise ValueError(f"parser-evaluate: {role}={path}: no such file")
-    report = file_report(gold_path, pred_path)
+            raise ValueError("give gold=... pred=..., or checkpoint=... treebank=... split=...")
+        gold_path = input_file(args["gold"], option="gold")
+        pred_path = input_file(args["pred"], option="pred")
     metrics_path = Path(args["metrics"]) if args["metrics"] else metrics_path_for(pred_path)
+    metrics_path = output_file(metrics_path, option="metrics", inputs=(gold_path, pred_path))
+    # Malformed files fail with the reader's file:line message, before the official script
+    # (which would only report mismatched sentence counts or its first complaint).
+    for path in (gold_path, pred_path):
+        read_conllu(path, on_invalid="raise", require_trees=True)
+    report = file_report(gold_path, pred_path)
     write_metrics_json(report, metrics_path)
     return report, metrics_path
 
@@ -58,17 +63,18 @@ def evaluate(args: dict) -> tuple[dict, Path]:
 def _predict(args: dict) -> tuple[Path, Path]:
     from parser.data.paths import resolve_ud_root, treebank_file
     from parser.predict import predict_file
+    from parser.train.user_files import input_file, output_dir
 
-    checkpoint = Path(args["checkpoint"])
+    checkpoint = Path(args["checkpoint"]).expanduser()
     if args["gold"]:
-        gold_path = Path(args["gold"])
+        gold_path = input_file(args["gold"], option="gold")
         name = gold_path.stem
     else:
         if not args["treebank"]:
-            raise ValueError("parser-evaluate: checkpoint= needs treebank=... (and split=) or gold=...")
+            raise ValueError("checkpoint= needs treebank=... (and split=) or gold=...")
         gold_path = treebank_file(resolve_ud_root(args["root"]), args["treebank"], args["split"])
         name = f"{args['treebank']}-{args['split']}"
-    out_dir = Path(args["output"]) if args["output"] else checkpoint.resolve().parent
+    out_dir = output_dir(args["output"], option="output") if args["output"] else checkpoint.resolve().parent
     pred_path = out_dir / f"{name}.pred.conllu"
     predict_file(checkpoint, gold_path, pred_path, format="conllu", device=args["device"],
                  tokens_per_batch=int(args["tokens_per_batch"]))

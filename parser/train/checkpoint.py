@@ -50,7 +50,11 @@ def save_checkpoint(state: dict[str, Any], path: str | os.PathLike) -> Path:
 
 def load_checkpoint(path: str | os.PathLike, *, map_location: str | torch.device = "cpu") -> dict:
     """Read a checkpoint; :class:`CheckpointError` naming the file if it is unreadable."""
-    path = Path(path)
+    path = Path(path).expanduser()
+    if path.is_dir():
+        raise CheckpointError(
+            f"checkpoint {path}: is a directory, not a checkpoint file (e.g. {path / 'best.pt'})"
+        )
     if not path.is_file():
         raise CheckpointError(f"checkpoint {path}: no such file")
     try:
@@ -58,12 +62,22 @@ def load_checkpoint(path: str | os.PathLike, *, map_location: str | torch.device
     except Exception as error:  # torch raises RuntimeError, EOFError, UnpicklingError ...
         size = path.stat().st_size
         raise CheckpointError(
-            f"checkpoint {path} ({size} bytes) is truncated or corrupt and was refused: {error}"
+            f"checkpoint {path} ({size} bytes) is truncated or corrupt, or not a checkpoint, "
+            f"and was refused: {_load_failure(error)}"
         ) from error
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         found = state.get("format") if isinstance(state, dict) else type(state).__name__
         raise CheckpointError(f"checkpoint {path}: unknown format {found!r} (expected {FORMAT})")
     return state
+
+
+def _load_failure(error: Exception) -> str:
+    """The part of torch's message that says what broke (not its advice to load unsafely)."""
+    text = str(error).strip()
+    if "WeightsUnpickler error:" in text:  # not a torch.save file, or objects beyond tensors
+        detail = text.split("WeightsUnpickler error:", 1)[1].strip().split("\n\n", 1)[0]
+        return f"{type(error).__name__}: {detail.strip()}"
+    return f"{type(error).__name__}: {text.split('. ', 1)[0]}"
 
 
 class CheckpointManager:
@@ -78,6 +92,21 @@ class CheckpointManager:
     @property
     def best_path(self) -> Path:
         return self.directory / "best.pt"
+
+    def prepare(self, *, option: str, resuming: bool) -> None:
+        """Create the directory before training starts (a bad path fails now, not at the first
+        checkpoint), and refuse one holding another run's checkpoints unless ``resuming``: a
+        fresh run would overwrite and prune them. ``option`` names the setting in errors."""
+        from parser.train.user_files import output_dir
+
+        output_dir(self.directory, option=option)
+        found = self.step_files() + ([self.best_path] if self.best_path.exists() else [])
+        if found and not resuming:
+            names = ", ".join(p.name for p in found[-3:])
+            raise ValueError(
+                f"{option}={self.directory}: already holds checkpoints ({names}); continue that "
+                "run with trainer.resume=last, or choose another folder"
+            )
 
     def step_files(self) -> list[Path]:
         """Periodic checkpoints, oldest first."""

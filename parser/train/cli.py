@@ -9,10 +9,9 @@ their ``.metrics.json``.
 from __future__ import annotations
 
 import logging
-import sys
+from collections.abc import Sequence
 from pathlib import Path
 
-import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
@@ -60,19 +59,26 @@ def train(cfg: DictConfig, *, run_dir: str | Path) -> dict:
 
 
 def _hydra_main(cfg: DictConfig) -> None:
-    from parser.train.checkpoint import CheckpointError
-    from parser.train.loop import NonFiniteError
+    from parser.train.cli_args import USER_ERRORS
+    from parser.train.errors import NonFiniteError
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
         train(cfg, run_dir=run_dir)
-    except (NonFiniteError, CheckpointError, ValueError, FileNotFoundError) as error:
-        log.error("%s", error)
-        print(f"parser-train: error: {error}", file=sys.stderr, flush=True)
-        raise SystemExit(1) from error
+    except (NonFiniteError, *USER_ERRORS) as error:
+        log.error("%s", error)  # into the run's log file too
+        raise
 
 
-def main() -> None:
-    """Console script: Hydra parses ``sys.argv`` (overrides, ``--multirun``, ``--cfg job``)."""
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console script: Hydra parses ``argv`` (default ``sys.argv[1:]``: overrides,
+    ``--multirun``, ``--cfg job``). Returns the exit status: 0; 2 on bad input (a config that
+    does not compose, a missing, misplaced or malformed file, an unknown treebank), with
+    ``parser-train: error: <message>`` on stderr and no traceback; 1 when training stopped on
+    non-finite steps (see ``parser.train.cli_args.run_hydra_cli``)."""
+    from parser.train.cli_args import run_hydra_cli
+    from parser.train.errors import NonFiniteError
+
     register_configs()
-    hydra.main(config_path=str(config_dir()), config_name="config", version_base="1.3")(_hydra_main)()
+    return run_hydra_cli(_hydra_main, argv, prog="parser-train", config_dir=config_dir(),
+                         config_name="config", failures=(NonFiniteError,))

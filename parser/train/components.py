@@ -64,7 +64,10 @@ def resolve_resume(
             log.info("resuming from %s", found[0])
             return found[1]
         log.info("resuming from %s", path)
-        return load_checkpoint(path)
+        try:
+            return load_checkpoint(path)
+        except CheckpointError as error:
+            raise CheckpointError(f"trainer.resume: {error}") from error
     found = checkpoints.load_latest()
     if found is None:
         siblings = sorted(
@@ -136,7 +139,10 @@ def build_training_objective(
             checkpoint = options.get("checkpoint")
             if not checkpoint:
                 raise ValueError(f"objective term {name!r} (kl): set its checkpoint= (the teacher)")
-            teacher_model, teacher_vocabs, _ = load_parser(checkpoint, device=device)
+            try:
+                teacher_model, teacher_vocabs, _ = load_parser(checkpoint, device=device)
+            except CheckpointError as error:
+                raise CheckpointError(f"objective.terms.{name}.checkpoint: {error}") from error
             if teacher_vocabs.state_dict() != vocabs.state_dict():
                 raise ValueError(
                     f"objective term {name!r}: the teacher {checkpoint} was trained with other "

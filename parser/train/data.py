@@ -15,9 +15,10 @@ from pathlib import Path
 from parser.config import DataConfig, OnInvalid
 from parser.data.batching import BucketBatcher, EncodedSentence
 from parser.data.conllu_io import Sentence, Treebank, read_conllu, read_tokenized
-from parser.data.paths import existing_file, resolve_ud_root, treebank_file
+from parser.data.paths import resolve_ud_root, treebank_file
 from parser.data.streams import TrainingStream, split_labeled, strip_annotation
 from parser.data.vocab import Vocabularies
+from parser.train.user_files import input_file
 
 __all__ = ["TrainingData", "eval_batcher", "load_training_data", "read_split", "split_path"]
 
@@ -29,7 +30,7 @@ def split_path(cfg: DataConfig, split: str) -> Path | None:
     of ``<split>_split`` under the data root; None when both are null."""
     explicit = getattr(cfg, f"{split}_file")
     if explicit:
-        return existing_file(explicit, option=f"data.{split}_file")
+        return input_file(explicit, option=f"data.{split}_file")
     name = getattr(cfg, f"{split}_split")
     if not name:
         return None
@@ -49,7 +50,7 @@ def read_split(cfg: DataConfig, split: str, *, require_trees: bool = True) -> Tr
 
 def read_unlabeled(path: str | Path, *, on_invalid: str) -> list[Sentence]:
     """A CoNLL-U file (trees, if any, removed) or one tokenised sentence per line."""
-    path = existing_file(path, option="data.unlabeled_file")
+    path = input_file(path, option="data.unlabeled_file")
     if path.suffix in (".conllu", ".conll"):
         sentences = read_conllu(path, on_invalid=on_invalid, require_trees=False).sentences
     else:
@@ -101,6 +102,13 @@ def load_training_data(
             f"data: nothing to train on for treebank {cfg.treebank!r} (no training file "
             "and no data.unlabeled_file)"
         )
+    for part, what in ((labeled, "labeled"), (unlabeled, "unlabeled")):
+        # Longer sentences are skipped (and counted) by the batchers; none left is an error.
+        if part and cfg.max_length is not None and min(len(s) for s in part) > cfg.max_length:
+            raise ValueError(
+                f"data.max_length={cfg.max_length}: all {len(part)} {what} training sentences "
+                f"are longer (shortest: {min(len(s) for s in part)} words); raise data.max_length"
+            )
     if vocabs is None:
         vocabs = Vocabularies.build(labeled + unlabeled, min_freq=cfg.min_freq)
     log.info("training on %d labeled and %d unlabeled sentences", len(labeled), len(unlabeled))

@@ -6,6 +6,7 @@ and ``parser-evaluate``. No length limit applies here: every sentence is parsed.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,11 +15,13 @@ import torch
 
 from parser.data.batching import BucketBatcher, encode_all
 from parser.data.conllu_io import Sentence, write_conllu
-from parser.data.vocab import Vocabularies
+from parser.data.vocab import UNK, Vocabularies
 from parser.eval.metrics import AttachmentMetric
 from parser.train.model import ParserModel
 
-__all__ = ["Predictions", "parse", "write_predictions"]
+__all__ = ["Predictions", "log_unknown_words", "parse", "unknown_words", "write_predictions"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,23 @@ def parse(
     return Predictions(
         heads=heads, deprels=rels, scores=metric.compute() if metric is not None else None
     )
+
+
+def unknown_words(sentences: Sequence[Sentence], vocabs: Vocabularies) -> tuple[int, int]:
+    """``(words the model reads as UNK, words)``: forms unseen in training or under its
+    frequency cut-off. They are parsed all the same (from characters and UPOS)."""
+    total = sum(len(sentence) for sentence in sentences)
+    unknown = sum(vocabs.words.index(form) == UNK for s in sentences for form in s.forms)
+    return unknown, total
+
+
+def log_unknown_words(sentences: Sequence[Sentence], vocabs: Vocabularies, *, name: str) -> float:
+    """Log (INFO) and return the share of ``sentences``' words that are UNK to the model."""
+    unknown, total = unknown_words(sentences, vocabs)
+    rate = unknown / max(total, 1)
+    log.info("%s: %d of %d words (%.1f%%) are unknown to the model's vocabulary (read as UNK)",
+             name, unknown, total, 100.0 * rate)
+    return rate
 
 
 def write_predictions(

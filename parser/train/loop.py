@@ -31,7 +31,8 @@ from parser.train.checkpoint import CheckpointManager, capture_rng, restore_rng
 from parser.train.components import build_training_objective, resolve_resume
 from parser.train.data import TrainingData, load_training_data
 from parser.train.distributed import init_distributed
-from parser.train.inference import parse
+from parser.train.errors import NonFiniteError
+from parser.train.inference import log_unknown_words, parse
 from parser.train.model import ParserModel, build_parser
 from parser.train.optim import build_optimizer, build_scheduler
 from parser.train.tensorboard import RunLogger
@@ -39,10 +40,6 @@ from parser.train.tensorboard import RunLogger
 __all__ = ["NonFiniteError", "TrainState", "Trainer"]
 
 log = logging.getLogger(__name__)
-
-
-class NonFiniteError(RuntimeError):
-    """Too many consecutive steps with a non-finite loss or gradient."""
 
 
 @dataclass
@@ -83,6 +80,10 @@ class Trainer:
         seed_everything(trainer.seed)
         checkpoint_dir = Path(trainer.checkpoint_dir) if trainer.checkpoint_dir else self.run_dir / "checkpoints"
         self.checkpoints = CheckpointManager(checkpoint_dir, keep_last=trainer.keep_last)
+        # (null trainer.checkpoint_dir: <run dir>/checkpoints; errors show the folder used)
+        self.dist.on_main(lambda: self.checkpoints.prepare(
+            option="trainer.checkpoint_dir", resuming=bool(trainer.resume)
+        ))
         resumed = self.dist.on_main(
             lambda: resolve_resume(trainer.resume, checkpoints=self.checkpoints, run_dir=self.run_dir)
         )
@@ -93,6 +94,10 @@ class Trainer:
             rank=self.dist.rank,
         )
         self.vocabs = self.data.vocabs
+        if self.dist.is_main:
+            for split in (self.data.dev, self.data.test):
+                if split is not None:
+                    log_unknown_words(split.sentences, self.vocabs, name=split.path)
         self.model: ParserModel = build_parser(cfg.model, self.vocabs.sizes()).to(self.device)
         self.objective = self.dist.objective(build_training_objective(
             cfg.objective.terms, vocabs=self.vocabs, labeled=self.data.labeled, device=self.device
