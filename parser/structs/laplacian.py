@@ -112,8 +112,9 @@ def matrix_tree(
     incoming = words.sum(-1) if single_root else words.sum(-1) + root
     lap = -words  # rows: dependents; the diagonal of ``words`` is 0
     # Padding words get a 1 on the diagonal so the determinant is that of the real block.
-    if padded:
-        incoming = torch.where(lengths.unsqueeze(-1) >= positions.narrow(0, 1, n), incoming, 1.0)
+    real = lengths.unsqueeze(-1) >= positions.narrow(0, 1, n) if padded else None  # [B, N] words
+    if real is not None:
+        incoming = torch.where(real, incoming, 1.0)
     lap.diagonal(dim1=-2, dim2=-1).copy_(incoming)
     if single_root:
         lap.select(2, 0).copy_(root)  # Koo et al.: word 1's column holds the ROOT weights
@@ -122,7 +123,8 @@ def matrix_tree(
     log_z = lu.diagonal(dim1=-2, dim2=-1).abs().log().sum(-1) + shift.sum(-1)
     inverse = torch.linalg.lu_solve(lu, pivots, eye.expand_as(lap))
     marginals = weights * _coefficients(inverse, not_first, single_root=single_root)
-    trusted = _trusted(lap.detach(), inverse.detach(), n, tolerance)
+    trusted = _trusted(lap.detach(), inverse.detach(), lu.detach(), pivots, marginals.detach(),
+                       scores.detach(), log_z.detach(), real, tolerance)
     return LaplacianFactors(weights, inverse, log_z, marginals, trusted, single_root)
 
 
@@ -144,18 +146,36 @@ def _coefficients(inverse: Tensor, not_first: Tensor, *, single_root: bool) -> T
     return torch.nn.functional.pad(body, (0, 0, 1, 0))
 
 
-def _trusted(lap: Tensor, inverse: Tensor, n: int, tol: float) -> Tensor:
+def _trusted(lap: Tensor, inverse: Tensor, lu: Tensor, pivots: Tensor, marginals: Tensor,
+             scores: Tensor, log_z: Tensor, real: Tensor | None, tol: float) -> Tensor:
     """``[B]`` bool: the LU result is accurate to ``tol`` (False on NaN or inf).
 
-    LU is backward stable here (diagonally dominant rows, growth <= 2): it is the exact LU of
-    ``M + dM`` with ``|dM| <~ eps N |M|``, so log Z moves by ``tr(B dM) <= eps N tr(|B| |M|)``,
-    and the same sum bounds each marginal's error (it is the total size of the terms that
-    cancel in the marginals; padding adds 1 per padding word, harmless). A determinant of the
-    wrong sign, or an inverse that does not invert, would need an error far beyond ``tol``: the
-    tests check the marginals' row sums and signs over the robustness grid.
+    LU is backward stable: it is the exact LU of ``M + dM`` with ``|dM| <~ eps N |M|`` while
+    the growth stays small, so log Z moves by ``tr(B dM) <= eps N tr(|B| |M|)``, the total size
+    of the terms that cancel in the marginals (padding adds 1 per padding word, harmless). That
+    bound uses the computed ``B`` and assumes small growth, so it is not enough alone (scores
+    x 100 give trusted-looking wrong results): the marginals must also be a distribution (in
+    [0, 1], each word's summing to 1) and the determinant positive. Even then a determinant can
+    be off by many nats while the marginals are right (scores x 300, measured), so log Z is
+    checked against the entropy's exact bounds: ``0 <= H = log Z - E[score] <= sum_d H(head(d))``
+    (a tree's entropy is at most the sum of its words' head entropies), which pins log Z down
+    exactly where LU struggles, on nearly deterministic sentences.
     """
+    n = lap.shape[-1]
     cancelled = (lap.abs() * inverse.abs().transpose(-1, -2)).sum((-1, -2))
-    return cancelled <= tol / (EPS64 * max(n, 1))
+    small_error = cancelled <= tol / (EPS64 * max(n, 1))  # False on NaN / inf
+    rows = marginals.narrow(1, 1, n).sum(-1)
+    residual = (rows - 1.0 if real is None else rows - real.to(rows.dtype)).abs().amax(-1)
+    low, high = torch.aminmax(marginals.flatten(1), dim=-1)
+    positions = _constants(n + 1, lap.device)[0].narrow(0, 1, n)
+    negative = (lu.diagonal(dim1=-2, dim2=-1) < 0).sum(-1) + (pivots != positions).sum(-1)
+    finite_scores = torch.nan_to_num(scores, neginf=0.0)
+    entropy = log_z - (marginals * finite_scores).sum((-1, -2))
+    spread = -torch.xlogy(marginals, marginals).sum((-1, -2))  # NaN (untrusted) if mu < 0
+    slack = tol * (1.0 + finite_scores.abs().sum((-1, -2)))  # E[score] error from mu's errors
+    consistent = (entropy >= -slack) & (entropy <= spread + slack)
+    return (small_error & (residual <= tol) & (low >= -tol) & (high <= 1 + tol) & (negative % 2 == 0)
+            & consistent)
 
 
 def arc_rows(factors: LaplacianFactors) -> Tensor:

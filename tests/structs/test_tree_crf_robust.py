@@ -39,3 +39,17 @@ def test_scaled_gaussian_scores(n, single_root):
     assert (crf.log_prob(heads) <= 0).all()
     if n >= 50:  # the LU path alone would not do: the largest scale is recomputed by elimination
         assert not crf._factors.trusted[4]
+
+
+@pytest.mark.parametrize(("seed", "index"), [(4, 9), (6, 280)])
+def test_peaked_sentence_with_right_marginals_and_wrong_determinant(seed, index):
+    """Found by search (about 1 sentence in 2,000 at s = 300, N = 18): LU's marginals pass every
+    check while its log Z is off by 50 to 125 nats; only the entropy bounds on log Z catch it."""
+    gen = torch.Generator().manual_seed(seed)
+    scores = (300.0 * torch.randn(512, 19, 19, generator=gen)).float()[index : index + 1]
+    lengths = torch.tensor([18])
+    crf = TreeCRF(scores, lengths)
+    exact = log_partition_by_elimination(crf.arc_scores.double(), lengths, single_root=True)
+    torch.testing.assert_close(crf.log_partition.double(), exact, rtol=2e-7, atol=1e-4)
+    assert (crf.log_prob(crf.argmax()) <= 0).all()
+    assert not crf._factors.trusted.any()
