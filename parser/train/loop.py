@@ -189,9 +189,9 @@ class Trainer:
                 kind, batch = self.data.stream.next()
                 batch = batch.to(self.device)
                 step = self.state.step
-                out = self.forward(batch)
-                result = self.objective(out, batch, step=step)
-                loss = result.loss
+                out = self._forward(batch, step=step)
+                result = self.objective(out, batch, step=step) if out is not None else None
+                loss = result.loss if result is not None else torch.tensor(math.nan)
                 grad_norm = None
                 if self.dist.all_finite(loss):  # every rank agrees, or DDP would wait
                     loss.backward()
@@ -203,13 +203,14 @@ class Trainer:
                     self._count_nonfinite(kind, float(loss.detach()))
                 else:
                     self.optimizer.step()
+                    self._check_parameters(params)
                     self.scheduler.step()
                     self.optimizer.zero_grad(set_to_none=True)
                     self.state.nonfinite_in_row = 0
                 self.state.step += 1
                 window["sentences"] += batch.size
                 window["tokens"] += batch.n_tokens
-                if self.state.step % trainer.log_every == 0:
+                if self.state.step % trainer.log_every == 0 and result is not None:
                     speed = self._log_step(out, result.logs, grad_norm, window, kind)
                     bar.set_postfix(loss=f"{float(loss.detach()):.4f}", sent_s=f"{speed:.0f}", refresh=False)
                 bar.update(1)
@@ -230,16 +231,50 @@ class Trainer:
     def _count_nonfinite(self, kind: str, loss: float) -> None:
         self.state.nonfinite_in_row += 1
         self.state.nonfinite_total += 1
-        log.warning("step %d (%s batch): non-finite loss or gradient (loss %s): step skipped",
+        log.warning("step %d (%s batch): non-finite scores, loss or gradient (loss %s): step skipped",
                     self.state.step, kind, loss)
         self.logger.scalars({"train/nonfinite_steps": self.state.nonfinite_total}, step=self.state.step)
         limit = self.cfg.trainer.max_nonfinite
         if self.state.nonfinite_in_row >= limit:
             raise NonFiniteError(
                 f"training stopped at step {self.state.step}: {self.state.nonfinite_in_row} steps "
-                f"in a row had a non-finite loss or gradient (trainer.max_nonfinite={limit}); "
+                f"in a row had non-finite scores, loss or gradient (trainer.max_nonfinite={limit}); "
                 f"the last good checkpoints are in {self.checkpoints.directory}"
             )
+
+    def _forward(self, batch, *, step: int):
+        """``self.forward(batch)``, or None when the scorer's output is not finite (the tree CRF
+        refuses such scores): a non-finite step, skipped and counted like a non-finite loss."""
+        try:
+            return self.forward(batch)
+        except ValueError:
+            with torch.no_grad():
+                scores = self.model.scorer(batch)
+            finite = torch.isfinite(scores.arcs).all() and (
+                scores.labels is None or torch.isfinite(scores.labels).all()
+            )
+            if finite:
+                raise
+        if self.dist.enabled:  # the other ranks wait in collectives: no way to skip together
+            raise NonFiniteError(
+                f"training stopped at step {step} on rank {self.dist.rank}: the scorer gave NaN or "
+                f"infinite scores; lower optim.lr; the last good checkpoints are in "
+                f"{self.checkpoints.directory}"
+            )
+        return None
+
+    def _check_parameters(self, params: list[torch.Tensor]) -> None:
+        """A finite gradient can still make an update overflow (a huge learning rate): every
+        later step would be non-finite, so stop now, before a checkpoint keeps such weights."""
+        if bool(torch.stack([torch.isfinite(p).all() for p in params]).all()):
+            return
+        names = [name for name, p in self.model.named_parameters() if not torch.isfinite(p).all()]
+        raise NonFiniteError(
+            f"training stopped at step {self.state.step + 1}: the update left non-finite parameters "
+            f"({', '.join(names[:3])}{', ...' if len(names) > 3 else ''}); lower optim.lr "
+            f"(now {self.optimizer.param_groups[0]['lr']:g}) or optim.clip_norm; the last good "
+            f"checkpoints are in {self.checkpoints.directory}"
+        )
 
     def _log_step(self, out, logs: dict, grad_norm, window: dict, kind: str) -> float:
         now = time.perf_counter()
