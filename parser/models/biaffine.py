@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from parser.data.batch import Batch
 from parser.models.char_encoder import CharLSTM
 from parser.models.checks import check_batch
 from parser.models.edge_scores import EdgeScores
-from parser.models.layers import MLP, Biaffine, Bilinear
+from parser.models.layers import MLP, Biaffine, Bilinear, BiLSTM
 
 UNK = 1  # id 0 = PAD, 1 = UNK, 2 = ROOT in every vocabulary (the data layer's convention)
 
@@ -65,14 +64,7 @@ class BiaffineScorer(nn.Module):
         self.upos_embed = nn.Embedding(n_upos, upos_dim, padding_idx=0) if use_upos else None
         n_input = word_dim + (upos_dim if use_upos else 0)
         self.input_dropout = nn.Dropout(dropout)
-        self.lstm = nn.LSTM(
-            n_input,
-            lstm_hidden,
-            num_layers=lstm_layers,
-            batch_first=True,
-            bidirectional=True,
-            dropout=dropout if lstm_layers > 1 else 0.0,
-        )
+        self.lstm = BiLSTM(n_input, lstm_hidden, num_layers=lstm_layers, dropout=dropout)
         self.lstm_dropout = nn.Dropout(dropout)
         self.arc_dep = MLP(2 * lstm_hidden, arc_mlp, dropout=dropout)
         self.arc_head = MLP(2 * lstm_hidden, arc_mlp, dropout=dropout)
@@ -97,10 +89,7 @@ class BiaffineScorer(nn.Module):
         x = self.word_embed(words) + self.char_encoder(batch.chars, present)
         if self.upos_embed is not None:
             x = torch.cat([x, self.upos_embed(batch.upos)], dim=-1)
-        packed = pack_padded_sequence(
-            self.input_dropout(x), (lengths + 1).cpu(), batch_first=True, enforce_sorted=False
-        )
-        states, _ = pad_packed_sequence(self.lstm(packed)[0], batch_first=True, total_length=width)
+        states, _ = self.lstm(self.input_dropout(x), lengths + 1)  # ROOT and the words
         states = self.lstm_dropout(states)  # [B, N+1, 2 * lstm_hidden], zero beyond each length
 
         arcs = self.arc(self.arc_dep(states), self.arc_head(states))

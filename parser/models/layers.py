@@ -67,3 +67,85 @@ class Bilinear(nn.Module):
         )
         linear = (dep @ self.dep_weight)[:, :, None, :] + (head @ self.head_weight)[:, None, :, :]
         return bilinear + linear + self.bias
+
+
+def reverse_within(x: Tensor, lengths: Tensor) -> Tensor:
+    """``x[b, :lengths[b]]`` reversed for every ``b``, the padding after it left in place.
+
+    x: ``[B, T, D]``; lengths: ``[B]``. Applying it twice gives ``x`` back.
+    """
+    steps = torch.arange(x.shape[1], device=x.device)
+    last = lengths.to(x.device)[:, None] - 1
+    index = torch.where(steps <= last, last - steps, steps)  # [B, T]
+    return x.gather(1, index[:, :, None].expand(x.shape))
+
+
+class BiLSTM(nn.Module):
+    """A multi-layer bidirectional LSTM over left-aligned, padded sequences, without packing.
+
+    The same function as ``nn.LSTM(n_in, hidden, num_layers, bidirectional=True,
+    batch_first=True, dropout=dropout)`` run on a packed batch, computed as two unidirectional
+    LSTMs per layer on padded tensors: the forward one is exact as it is (a state never depends on
+    later steps), the backward one runs forwards over each sequence reversed within its own length
+    (``reverse_within``), so the padding comes after the real steps there too. On CPU this avoids
+    the packed backward pass, which zero-fills a packed-size gradient for every time step.
+
+    Parameters live in ``forward_layers[k]`` and ``backward_layers[k]`` (one-layer ``nn.LSTM``
+    each); a state dict saved from the ``nn.LSTM`` layout (``weight_ih_l0``,
+    ``weight_ih_l0_reverse``, ...) is renamed on load.
+    """
+
+    def __init__(self, n_in: int, hidden: int, *, num_layers: int, dropout: float) -> None:
+        super().__init__()
+        if num_layers < 1:
+            raise ValueError(f"num_layers={num_layers}: expected at least 1")
+        self.input_size, self.hidden_size, self.num_layers = n_in, hidden, num_layers
+        self.dropout = dropout
+        sizes = [n_in] + [2 * hidden] * (num_layers - 1)
+        self.forward_layers = nn.ModuleList(nn.LSTM(n, hidden, batch_first=True) for n in sizes)
+        self.backward_layers = nn.ModuleList(nn.LSTM(n, hidden, batch_first=True) for n in sizes)
+        self.register_load_state_dict_pre_hook(_rename_packed_layout)
+
+    def forward(self, x: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
+        """x: ``[B, T, n_in]``; lengths: ``[B]``, each in ``1..T``.
+
+        Returns the states ``[B, T, 2 * hidden]`` (forward half first, zero beyond each length)
+        and the final states ``[B, 2 * hidden]`` (forward at the last step, backward at the first),
+        as ``nn.LSTM``'s ``h_n`` of the last layer.
+        """
+        for k, (forward, backward) in enumerate(zip(self.forward_layers, self.backward_layers)):
+            if k > 0:  # nn.LSTM's dropout: between layers, not after the last
+                x = nn.functional.dropout(x, self.dropout, self.training)
+            ahead = forward(x)[0]
+            behind = reverse_within(backward(reverse_within(x, lengths))[0], lengths)
+            x = torch.cat([ahead, behind], dim=-1)
+        present = torch.arange(x.shape[1], device=x.device) < lengths.to(x.device)[:, None]
+        states = x * present[:, :, None]
+        last = (lengths.to(x.device) - 1)[:, None, None].expand(-1, 1, self.hidden_size)
+        final = torch.cat([ahead.gather(1, last)[:, 0], behind[:, 0]], dim=-1)
+        return states, final
+
+
+def _rename_packed_layout(
+    module: nn.Module,
+    state_dict: dict,
+    prefix: str,
+    local_metadata: dict,
+    strict: bool,
+    missing_keys: list,
+    unexpected_keys: list,
+    error_msgs: list,
+) -> None:
+    # nn.LSTM names "weight_ih_l2_reverse"; here it is "backward_layers.2.weight_ih_l0".
+    for key in [key for key in state_dict if key.startswith(prefix)]:
+        name = key[len(prefix) :]
+        parts = name.split("_")
+        if len(parts) not in (3, 4) or parts[0] not in ("weight", "bias") or "." in name:
+            continue
+        if not parts[2].startswith("l") or not parts[2][1:].isdigit():
+            continue
+        if len(parts) == 4 and parts[3] != "reverse":
+            continue
+        side = "backward_layers" if len(parts) == 4 else "forward_layers"
+        new = f"{prefix}{side}.{parts[2][1:]}.{parts[0]}_{parts[1]}_l0"
+        state_dict[new] = state_dict.pop(key)

@@ -2,10 +2,12 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from parser.data.batch import Batch
 from parser.models import BiaffineScorer
 from parser.models.char_encoder import CharLSTM
+from parser.models.layers import BiLSTM, reverse_within
 from tests.models.batches import (
     N_CHARS,
     N_RELS,
@@ -151,3 +153,143 @@ def test_bad_input_names_the_tensor() -> None:
         )
     with pytest.raises(ValueError, match="n_words"):
         BiaffineScorer(n_words=2, n_chars=5, n_upos=5, n_rels=1)
+
+
+def packed_bilstm(lstm: torch.nn.LSTM, x: torch.Tensor, lengths: torch.Tensor):
+    """The reference: ``nn.LSTM`` on a packed batch -> (states zero-padded, h_n of the last layer)."""
+    packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+    out, (h_n, _) = lstm(packed)
+    states, _ = pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
+    return states, h_n[-2:].transpose(0, 1).reshape(x.shape[0], -1)
+
+
+def packed_name(name: str) -> str:
+    """``backward_layers.2.weight_ih_l0`` -> ``weight_ih_l2_reverse`` (nn.LSTM's name)."""
+    if "." not in name:
+        return name
+    side, layer, weight = name.split(".")
+    suffix = "_reverse" if side == "backward_layers" else ""
+    return f"{weight[: -len('l0')]}l{layer}{suffix}"
+
+
+@pytest.mark.parametrize("num_layers", [1, 3])
+def test_bilstm_equals_packed_lstm_with_gradients(num_layers: int) -> None:
+    torch.manual_seed(0)
+    dropout = 0.3 if num_layers > 1 else 0.0
+    reference = torch.nn.LSTM(
+        5, 4, num_layers=num_layers, batch_first=True, bidirectional=True, dropout=dropout
+    ).double()
+    lstm = BiLSTM(5, 4, num_layers=num_layers, dropout=0.3).double()
+    lstm.load_state_dict(reference.state_dict())  # the nn.LSTM layout is renamed on load
+    reference.eval(), lstm.eval()
+    lengths = torch.tensor([3, 7, 1, 5, 7, 2])
+    x = torch.randn(6, 9, 5, dtype=torch.float64)  # random values in the padding too
+    weights = torch.randn(6, 9, 8, dtype=torch.float64)
+    results = []
+    for module, run in ((reference, packed_bilstm), (lstm, lambda m, x, n: m(x, n))):
+        leaf = x.clone().requires_grad_()
+        states, final = run(module, leaf, lengths)
+        ((states * weights).sum() + final.pow(2).sum()).backward()
+        grads = {packed_name(k): p.grad for k, p in module.named_parameters()}
+        results.append((states, final, leaf.grad, [grads[k] for k in sorted(grads)]))
+    (states, final, dx, grads), (states2, final2, dx2, grads2) = results
+    assert torch.equal(states2[torch.arange(9) >= lengths[:, None]], torch.zeros(29, 8))
+    for a, b in [(states, states2), (final, final2), (dx, dx2), *zip(grads, grads2)]:
+        torch.testing.assert_close(b, a, rtol=1e-10, atol=1e-10)
+    assert len(grads) == len(grads2) == 8 * num_layers
+
+
+def test_bilstm_training_dropout_between_layers_only() -> None:
+    torch.manual_seed(0)
+    lstm = BiLSTM(3, 2, num_layers=2, dropout=0.5).train()
+    x, lengths = torch.randn(2, 4, 3), torch.tensor([4, 2])
+    assert not torch.equal(lstm(x, lengths)[0], lstm(x, lengths)[0])
+    one = BiLSTM(3, 2, num_layers=1, dropout=0.5).train()
+    torch.testing.assert_close(one(x, lengths)[0], one(x, lengths)[0], rtol=0, atol=0)
+
+
+def test_reverse_within_reverses_each_prefix_and_is_an_involution() -> None:
+    x = torch.arange(8.0).reshape(2, 4, 1)
+    flipped = reverse_within(x, torch.tensor([3, 1]))
+    assert flipped[..., 0].tolist() == [[2, 1, 0, 3], [4, 5, 6, 7]]
+    assert torch.equal(reverse_within(flipped, torch.tensor([3, 1])), x)
+
+
+class PackedCharLSTM(torch.nn.Module):
+    """E's character encoder (one packed BiLSTM call over every present word), the reference."""
+
+    def __init__(self, encoder: CharLSTM) -> None:
+        super().__init__()
+        self.encoder = encoder
+        hidden = encoder.lstm.hidden_size
+        self.lstm = torch.nn.LSTM(
+            encoder.embed.embedding_dim, hidden, batch_first=True, bidirectional=True
+        ).double()
+        self.lstm.load_state_dict({packed_name(k): v for k, v in encoder.lstm.state_dict().items()})
+
+    def forward(self, chars: torch.Tensor, present: torch.Tensor) -> torch.Tensor:
+        n_chars = (chars != 0).sum(-1)
+        take = present & (n_chars > 0)
+        out = torch.zeros(*chars.shape[:2], self.encoder.project.out_features, dtype=torch.float64)
+        rows = chars[take]
+        packed = pack_padded_sequence(
+            self.encoder.embed(rows), n_chars[take], batch_first=True, enforce_sorted=False
+        )
+        final = self.lstm(packed)[1][0].transpose(0, 1).reshape(rows.shape[0], -1)
+        out[take] = self.encoder.project(final)
+        return out
+
+
+def test_char_encoder_equals_packed_reference_with_gradients() -> None:
+    torch.manual_seed(0)
+    encoder = CharLSTM(N_CHARS, char_dim=4, hidden=3, n_out=5).double()
+    reference = PackedCharLSTM(encoder)
+    gen = torch.Generator().manual_seed(1)
+    # word lengths 0..22 (every bucket), repeated forms, an absent position with characters
+    chars = torch.zeros(3, 8, 24, dtype=torch.long)
+    for b in range(3):
+        for i in range(8):
+            n = int(torch.randint(0, 23, (1,), generator=gen))
+            chars[b, i, :n] = torch.randint(1, N_CHARS, (n,), generator=gen)
+    chars[2, 5] = chars[0, 1]
+    chars[1, 2] = chars[0, 1]
+    present = torch.ones(3, 8, dtype=torch.bool)
+    present[1, 6:] = False
+    weights = torch.randn(3, 8, 5, dtype=torch.float64, generator=gen)
+    results = []
+    for module in (reference, encoder):
+        out = module(chars, present)
+        (out * weights).sum().backward()
+        grads = {k: p.grad.clone() for k, p in encoder.named_parameters() if p.grad is not None}
+        if module is reference:
+            lstm = {f"lstm.{k}": p.grad for k, p in reference.lstm.named_parameters()}
+            grads = {k: v for k, v in grads.items() if not k.startswith("lstm.")} | lstm
+        else:
+            grads = {
+                k.split(".")[0] + "." + packed_name(k.split(".", 1)[1]): v for k, v in grads.items()
+            }
+        grads = [grads[k] for k in sorted(grads)]
+        encoder.zero_grad()
+        reference.zero_grad()
+        results.append((out, grads))
+    (out, grads), (out2, grads2) = results
+    assert torch.equal(out2[1, 6:], torch.zeros(2, 5))
+    assert len(grads) == len(grads2) == 11
+    for a, b in [(out, out2), *zip(grads, grads2)]:
+        torch.testing.assert_close(b, a, rtol=1e-10, atol=1e-10)
+
+
+def test_scorer_loads_a_state_dict_in_the_nn_lstm_layout() -> None:
+    model = small_model().eval()
+    renamed = {}
+    for key, value in model.state_dict().items():
+        owner, _, name = key.rpartition("lstm.")
+        renamed[f"{owner}lstm.{packed_name(name)}" if owner or key.startswith("lstm.") else key] = (
+            value
+        )
+    assert "lstm.weight_hh_l1_reverse" in renamed and "char_encoder.lstm.bias_ih_l0" in renamed
+    other = small_model(seed=1).eval()
+    other.load_state_dict(renamed)
+    batch = random_batch(LENGTHS, seed=9)
+    with torch.no_grad():
+        torch.testing.assert_close(other(batch).labels, model(batch).labels, rtol=0, atol=0)
