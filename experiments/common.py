@@ -7,8 +7,8 @@ import platform
 import statistics
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import torch
 
@@ -62,14 +62,42 @@ def padded_scores(lengths: list[int], *, generator: torch.Generator, dtype: torc
 
 
 def time_call(fn: Callable[[], object], *, repeats: int = 3) -> float:
-    """Median wall time of ``fn()`` in seconds over ``repeats`` runs (after one warm-up run)."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
+    """Median CPU time of ``fn()`` in seconds over ``repeats`` runs (after one warm-up run)."""
+    return interleaved_cpu_times({"fn": fn}, repeats=repeats)["fn"]
+
+
+def interleaved_cpu_times(fns: dict[str, Callable[[], object]], *, repeats: int = 3) -> dict[str, float]:
+    """Median process CPU time (``time.process_time``) of each ``fn()`` in seconds.
+
+    One warm-up call each, then ``repeats`` rounds that call every function once in turn
+    (A B C A B C ...), so drifts in the load of a shared machine hit all of them alike. CPU time,
+    not wall time: time spent descheduled by other processes is not counted.
+    """
+    for fn in fns.values():
         fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = time.process_time()
+            fn()
+            times[name].append(time.process_time() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+TIMING_NOTE = (
+    "Timing: process CPU time (`time.process_time`), one torch thread (`torch.set_num_threads(1)`), the "
+    "process pinned to one core (`taskset -c 1`); the implementations' repeats "
+    "interleaved (A B C A B C ...) so that load drifts on the shared machine hit all alike; medians of the "
+    "repeats. The machine was shared with other jobs (load average at the start of the run: {load})."
+)
+
+
+def timing_note() -> str:
+    try:
+        load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
+    except OSError:
+        load = "unknown"
+    return TIMING_NOTE.format(load=load)
 
 
 def machine() -> str:
@@ -91,6 +119,7 @@ def markdown_table(header: list[str], rows: list[list[object]]) -> str:
 
 
 def write_result(name: str, title: str, command: str, body: str) -> Path:
+    """Writes ``experiments/results/<name>`` with the command, the machine and the body."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / name
     text = f"# {title}\n\nCommand: `{command}`\n\nMachine: {machine()}\n\n{body}\n"
