@@ -18,6 +18,7 @@ import torch
 from parser.eval.cli import main as evaluate_main
 from parser.predict import main as predict_main
 from parser.train.cli import main as train_main
+from tests.tagger.helpers import train_tiny_tagger
 from tests.train.helpers import QUIET, TINY_MODEL
 
 REPO = Path(__file__).resolve().parents[1]
@@ -107,6 +108,12 @@ def trained(tmp_path_factory) -> Path:
     torch.set_num_threads(previous)
     assert status == 0
     return run_dir
+
+
+@pytest.fixture(scope="module")
+def tagger(tmp_path_factory) -> Path:
+    """A tiny trained UPOS tagger (text input has no tags; the parser reads UPOS)."""
+    return train_tiny_tagger(tmp_path_factory.mktemp("tagger"), epochs=1)
 
 
 # -- malformed CoNLL-U ------------------------------------------------------------------------------
@@ -225,6 +232,23 @@ def test_a_file_that_is_not_a_checkpoint(capsys, tmp_path):
                   expected=[f"checkpoint {GOOD} (", "or not a checkpoint, and was refused: UnpicklingError"])
 
 
+def test_bad_tagger_files_fail_before_any_output(trained, tagger, capsys, tmp_path):
+    best, out = trained / "checkpoints" / "best.pt", tmp_path / "out.conllu"
+    text = tmp_path / "input.txt"
+    text.write_text("The dog barks .\n")
+    predict_fails(capsys, f"checkpoint={best}", f"input={text}", f"output={out}", f"tagger={tmp_path}",
+                  expected=[f"tagger={tmp_path}: is a directory, not a file"])
+    predict_fails(capsys, f"checkpoint={best}", f"input={text}", f"output={out}", f"tagger={GOOD}",
+                  expected=[f"checkpoint {GOOD} (", "not a checkpoint"])
+    predict_fails(capsys, f"checkpoint={best}", f"input={text}", f"output={out}", f"tagger={best}",
+                  expected=[f"checkpoint {best}: kind None, not a UPOS tagger"])
+    predict_fails(capsys, f"checkpoint={best}", f"input={text}", f"output={tagger}",
+                  f"tagger={tagger}", expected=[f"output={tagger}: is also the input file"])
+    evaluate_fails(capsys, f"checkpoint={best}", f"gold={GOOD}", f"output={tmp_path}",
+                   "tagger=/nope.pt", expected=["tagger=/nope.pt: no such file"])
+    assert not out.exists() and not list(tmp_path.glob("*.pred.conllu"))
+
+
 # -- sentence length and unknown words ------------------------------------------------------------
 
 def test_long_sentences_are_skipped_in_training_with_a_count(trained):
@@ -232,14 +256,14 @@ def test_long_sentences_are_skipped_in_training_with_a_count(trained):
     assert f"skipped 17 of 32 sentences longer than max_length={MAX_LENGTH}" in log
 
 
-def test_long_sentences_are_never_dropped_when_predicting(trained, capsys, tmp_path):
+def test_long_sentences_are_never_dropped_when_predicting(trained, tagger, capsys, tmp_path):
     source = tmp_path / "long.txt"
     long_sentence = " ".join(["the", "dog"] * 30) + " ."
     source.write_text(f"The dog barks .\n{long_sentence}\n")
     for name, path in (("text", source), ("conllu", GOOD)):
         out = tmp_path / f"{name}.out.conllu"
         assert predict_main([f"checkpoint={trained / 'checkpoints' / 'best.pt'}", f"input={path}",
-                             f"output={out}"]) == 0
+                             f"output={out}", f"tagger={tagger}"]) == 0
         got = [_words(s) for s in conllu.parse(out.read_text(encoding="utf-8"))]
         want = [4, 61] if name == "text" else [len(_words(s)) for s in conllu.parse(GOOD.read_text())]
         assert [len(words) for words in got] == want  # tiny-dev: 5 sentences longer than 7 words
@@ -255,13 +279,13 @@ def test_all_training_sentences_too_long(capsys, tmp_path):
         "data.max_length=4: all 32 labeled training sentences are longer (shortest: 5 words)"])
 
 
-def test_unknown_words_are_counted_and_logged(trained, caplog, tmp_path):
+def test_unknown_words_are_counted_and_logged(trained, tagger, caplog, tmp_path):
     # "the" and "." are training words (data=tiny keeps every form); the other three are not.
     source = tmp_path / "unseen.txt"
     source.write_text("the zorblax qwimp .\nfrobnicate .\n")
     with caplog.at_level(logging.INFO, logger="parser.train.inference"):
         assert predict_main([f"checkpoint={trained / 'checkpoints' / 'best.pt'}", f"input={source}",
-                             f"output={tmp_path / 'out.conllu'}"]) == 0
+                             f"output={tmp_path / 'out.conllu'}", f"tagger={tagger}"]) == 0
     assert f"{source}: 3 of 6 words (50.0%) are unknown to the model's vocabulary" in caplog.text
     log = (trained / "cli.log").read_text()
     assert f"{GOOD}: " in log and "are unknown to the model's vocabulary" in log  # dev and test

@@ -1,5 +1,6 @@
-"""parser-predict and parser-evaluate on a checkpoint trained for a few steps on the fixtures,
-and a smoke run of the real training entry point on a few hundred EWT sentences."""
+"""parser-predict and parser-evaluate on a checkpoint trained for a few steps on the fixtures
+(with a tiny trained tagger for input without UPOS: the tagging + parsing pipeline), and a smoke
+run of the real training entry point on a few hundred EWT sentences."""
 
 from __future__ import annotations
 
@@ -12,11 +13,14 @@ import conllu
 import pytest
 import torch
 
+from parser.data.conllu_io import read_conllu, read_tokenized
 from parser.eval.cli import main as evaluate_main
 from parser.eval.validate import validate_conllu
 from parser.predict import main as predict_main
+from parser.tagger.predict import load_tagger, tag_sentences, upos_accuracy
 from parser.train.cli_args import run_key_value_cli
 from parser.train.loop import Trainer
+from tests.tagger.helpers import train_tiny_tagger
 from tests.train.helpers import TINY_MODEL, tiny_config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,6 +34,11 @@ def checkpoint(tmp_path_factory) -> Path:
     Trainer(tiny_config("trainer.max_steps=4", "trainer.eval_every=4"), run_dir=run_dir).fit()
     torch.set_num_threads(previous)
     return run_dir / "checkpoints" / "best.pt"
+
+
+@pytest.fixture(scope="module")
+def tagger(tmp_path_factory) -> Path:
+    return train_tiny_tagger(tmp_path_factory.mktemp("tagger"))
 
 
 def _columns(path: Path) -> list:
@@ -56,15 +65,119 @@ def test_predict_round_trip_keeps_every_other_column(checkpoint, fixtures, tmp_p
     assert validate_conllu(output, level=2) == []
 
 
-def test_predict_tokenised_text(checkpoint, tmp_path):
+def test_predict_tokenised_text_is_tagged_then_parsed(checkpoint, tagger, tmp_path):
     source = tmp_path / "input.txt"
     source.write_text("The dog barks .\nA much longer sentence than any word seen before here .\n")
     output = tmp_path / "parsed.conllu"
-    assert predict_main([f"checkpoint={checkpoint}", f"input={source}", f"output={output}"]) == 0
+    argv = [f"checkpoint={checkpoint}", f"input={source}", f"output={output}", f"tagger={tagger}"]
+    assert predict_main(argv) == 0
     sentences = conllu.parse(output.read_text(encoding="utf-8"))
     assert [len(s) for s in sentences] == [4, 11]
     assert [t["form"] for t in sentences[0]] == ["The", "dog", "barks", "."]
     assert all(isinstance(t["head"], int) for s in sentences for t in s)
+    # the UPOS column holds exactly the tagger's Viterbi tags of the words
+    expected = tag_sentences(load_tagger(tagger), read_tokenized(source).sentences)
+    assert [[t["upos"] for t in s] for s in sentences] == expected
+    assert validate_conllu(output, level=2) == []
+    # the parse is the one the parser gives CoNLL-U input carrying those tags
+    tagged_input = tmp_path / "tagged.conllu"
+    tagged_input.write_text(output.read_text(encoding="utf-8"), encoding="utf-8")
+    again = tmp_path / "again.conllu"
+    assert predict_main([f"checkpoint={checkpoint}", f"input={tagged_input}", f"output={again}"]) == 0
+    assert again.read_text(encoding="utf-8") == output.read_text(encoding="utf-8")
+
+
+def _blank_upos(source: Path, target: Path, *, words: set[int] | None = None) -> Path:
+    """``source`` with the UPOS of its words (all, or the 1-based file ``words`` of each
+    sentence) set to ``_``; multiword tokens and empty nodes untouched."""
+    lines = source.read_text(encoding="utf-8").split("\n")
+    for i, line in enumerate(lines):
+        cols = line.split("\t")
+        if len(cols) == 10 and cols[0].isdigit() and (words is None or int(cols[0]) in words):
+            cols[3] = "_"
+            lines[i] = "\t".join(cols)
+    target.write_text("\n".join(lines), encoding="utf-8")
+    return target
+
+
+def _upos(path: Path) -> list[list[str | None]]:
+    return [sentence.upos for sentence in read_conllu(path).sentences]
+
+
+def test_predict_conllu_without_upos(checkpoint, tagger, fixtures, tmp_path):
+    gold = fixtures / "tiny-dev.conllu"
+    source = _blank_upos(gold, tmp_path / "no-upos.conllu")
+    output = tmp_path / "parsed.conllu"
+    assert predict_main([f"checkpoint={checkpoint}", f"input={source}", f"output={output}",
+                         f"tagger={tagger}"]) == 0
+    assert validate_conllu(output, level=2) == []
+    trained = load_tagger(tagger)
+    assert _upos(output) == tag_sentences(trained, read_conllu(gold).sentences)
+    # every column but UPOS, HEAD and DEPREL is the input's (multiword tokens, empty nodes too)
+    strip = lambda rows: [{k: v for k, v in r.items() if k != "upos"} for r in rows]
+    assert strip(_columns(output)) == strip(_columns(source))
+
+
+def test_predict_retag_and_partial_upos(checkpoint, tagger, fixtures, tmp_path):
+    gold = fixtures / "tiny-dev.conllu"
+    predicted = tag_sentences(load_tagger(tagger), read_conllu(gold).sentences)
+    gold_upos = _upos(gold)
+    assert predicted != gold_upos  # else the checks below could not tell the sources apart
+    retagged = tmp_path / "retagged.conllu"
+    assert predict_main([f"checkpoint={checkpoint}", f"input={gold}", f"output={retagged}",
+                         f"tagger={tagger}", "retag=true"]) == 0
+    assert _upos(retagged) == predicted
+    kept = tmp_path / "kept.conllu"  # complete tags and no retag: the tagger is not used
+    assert predict_main([f"checkpoint={checkpoint}", f"input={gold}", f"output={kept}",
+                         f"tagger={tagger}"]) == 0
+    assert _upos(kept) == gold_upos
+    partial = _blank_upos(gold, tmp_path / "partial.conllu", words={2})
+    filled = tmp_path / "filled.conllu"
+    assert predict_main([f"checkpoint={checkpoint}", f"input={partial}", f"output={filled}",
+                         f"tagger={tagger}"]) == 0
+    assert _upos(filled) == [[p if word == 1 else g for word, (g, p) in enumerate(zip(gs, ps))]
+                             for gs, ps in zip(gold_upos, predicted)]
+
+
+def test_predict_without_tags_needs_a_tagger(checkpoint, fixtures, tmp_path, capsys):
+    text = tmp_path / "input.txt"
+    text.write_text("The dog barks .\n")
+    no_upos = _blank_upos(fixtures / "tiny-dev.conllu", tmp_path / "no-upos.conllu")
+    for source in (text, no_upos):
+        output = tmp_path / "out.conllu"
+        assert predict_main([f"checkpoint={checkpoint}", f"input={source}", f"output={output}"]) == 2
+        err = capsys.readouterr().err
+        assert f"input={source}: has no UPOS tags" in err and "pass tagger=" in err
+        assert not output.exists()
+    assert predict_main([f"checkpoint={checkpoint}", f"input={text}", f"output={tmp_path / 'o'}",
+                         "retag=true"]) == 2
+    assert "retag=true: give the tagger" in capsys.readouterr().err
+    assert predict_main([f"checkpoint={checkpoint}", f"input={text}", f"output={tmp_path / 'o'}",
+                         "tagger=/nope.pt"]) == 2
+    assert "tagger=/nope.pt: no such file" in capsys.readouterr().err
+    assert predict_main([f"checkpoint={checkpoint}", f"input={text}", f"output={tmp_path / 'o'}",
+                         "retag=maybe"]) == 2
+    assert "retag=maybe: expected true or false" in capsys.readouterr().err
+    # a parser checkpoint is no tagger
+    assert predict_main([f"checkpoint={checkpoint}", f"input={text}", f"output={tmp_path / 'o'}",
+                         f"tagger={checkpoint}"]) == 2
+    assert "not a UPOS tagger" in capsys.readouterr().err
+
+
+def test_a_parser_without_upos_input_needs_no_tags(tmp_path):
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    run_dir = tmp_path / "run"
+    Trainer(tiny_config("trainer.max_steps=1", "trainer.eval_every=1", "trainer.final_eval=false",
+                        "model.use_upos=false"), run_dir=run_dir).fit()
+    torch.set_num_threads(previous)
+    source = tmp_path / "input.txt"
+    source.write_text("The dog barks .\n")
+    output = tmp_path / "out.conllu"
+    assert predict_main([f"checkpoint={run_dir / 'checkpoints' / 'best.pt'}", f"input={source}",
+                         f"output={output}"]) == 0
+    words = conllu.parse(output.read_text(encoding="utf-8"))[0]
+    assert [t["upos"] for t in words] == ["_"] * 4 and all(isinstance(t["head"], int) for t in words)
 
 
 def test_predict_errors_name_the_problem(checkpoint, tmp_path, capsys):
@@ -129,6 +242,24 @@ def test_evaluate_a_checkpoint_on_a_gold_file(checkpoint, fixtures, tmp_path, ca
     assert (tmp_path / "tiny-dev.pred.metrics.json").is_file()
     assert evaluate_main(["gold=/nope.conllu", "pred=/nope2.conllu"]) == 2
     assert "gold=/nope.conllu: no such file" in capsys.readouterr().err
+
+
+def test_evaluate_with_predicted_upos(checkpoint, tagger, fixtures, tmp_path, capsys):
+    gold = fixtures / "tiny-dev.conllu"
+    assert evaluate_main([f"checkpoint={checkpoint}", f"gold={gold}", f"output={tmp_path}",
+                          f"tagger={tagger}"]) == 0
+    out = capsys.readouterr().out
+    pred = tmp_path / "tiny-dev.tagged.pred.conllu"
+    metrics = json.loads((tmp_path / "tiny-dev.tagged.pred.metrics.json").read_text())
+    accuracy = upos_accuracy(load_tagger(tagger), read_conllu(gold).sentences)
+    # the official UPOS score of the tagged predictions is the tagger's accuracy on the gold words
+    assert metrics["official"]["UPOS"] == pytest.approx(100.0 * accuracy["accuracy"])
+    assert accuracy["total"] == metrics["n_words"] and metrics["tagger"] == str(tagger)
+    assert f"UPOS {100.0 * accuracy['accuracy']:.2f} (predicted by {tagger})" in out
+    assert _upos(pred) == tag_sentences(load_tagger(tagger), read_conllu(gold).sentences)
+    assert not (tmp_path / "tiny-dev.pred.conllu").exists()  # a gold-UPOS run's file is untouched
+    assert evaluate_main([f"gold={gold}", f"pred={pred}", f"tagger={tagger}"]) == 2
+    assert "tagger= tags the input of a checkpoint" in capsys.readouterr().err
 
 
 def _first_sentences(source: Path, count: int, target: Path) -> Path:

@@ -3,6 +3,8 @@ trained checkpoint on a treebank split.
 
     parser-evaluate gold=en_ewt-ud-test.conllu pred=test.pred.conllu
     parser-evaluate checkpoint=outputs/.../checkpoints/best.pt treebank=en_ewt split=test
+    parser-evaluate checkpoint=outputs/.../checkpoints/best.pt treebank=en_ewt split=test \\
+        tagger=outputs/tagger/en_ewt/<time>/checkpoints/best.pt
 
 The first form scores an existing file against its gold file. The second parses the split with
 the checkpoint (``root=`` or ``$UD_ROOT`` locate the treebank; ``gold=`` may name the file
@@ -10,6 +12,10 @@ instead), writes ``<output>/<treebank>-<split>.pred.conllu`` (``output`` default
 checkpoint's folder) and scores it. Both print UAS/LAS (official CoNLL 2018 script, via
 ``udtools``) with breakdowns, and write the metrics JSON beside the predictions (``metrics=`` to
 choose the path).
+
+The third form is the realistic pipeline: the gold UPOS are replaced by those of the tagger
+before parsing (written to ``<treebank>-<split>.tagged.pred.conllu``), and the UPOS accuracy of
+those tags (the official UPOS score) is printed beside UAS/LAS.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ OPTIONS = {
     "metrics": None,
     "device": "auto",
     "tokens_per_batch": "5000",
+    "tagger": None,  # parse with this tagger's UPOS instead of the gold ones
 }
 
 
@@ -45,6 +52,9 @@ def evaluate(args: dict) -> tuple[dict, Path]:
             raise ValueError("give pred= (score a file) or checkpoint= (parse, then score), not both")
         pred_path, gold_path = _predict(args)
     else:
+        if args["tagger"]:
+            raise ValueError("tagger= tags the input of a checkpoint=...; scoring gold= pred= "
+                             "files parses nothing")
         if not args["gold"] or not args["pred"]:
             raise ValueError("give gold=... pred=..., or checkpoint=... treebank=... split=...")
         gold_path = input_file(args["gold"], option="gold")
@@ -56,6 +66,8 @@ def evaluate(args: dict) -> tuple[dict, Path]:
     for path in (gold_path, pred_path):
         read_conllu(path, on_invalid="raise", require_trees=True)
     report = file_report(gold_path, pred_path)
+    if args["tagger"]:
+        report["tagger"] = str(args["tagger"])
     write_metrics_json(report, metrics_path)
     return report, metrics_path
 
@@ -75,9 +87,12 @@ def _predict(args: dict) -> tuple[Path, Path]:
         gold_path = treebank_file(resolve_ud_root(args["root"]), args["treebank"], args["split"])
         name = f"{args['treebank']}-{args['split']}"
     out_dir = output_dir(args["output"], option="output") if args["output"] else checkpoint.resolve().parent
-    pred_path = out_dir / f"{name}.pred.conllu"
+    tagger = args["tagger"]
+    # Predicted-UPOS parses get their own file: they never replace a gold-UPOS run's predictions.
+    pred_path = out_dir / f"{name}{'.tagged' if tagger else ''}.pred.conllu"
     predict_file(checkpoint, gold_path, pred_path, format="conllu", device=args["device"],
-                 tokens_per_batch=int(args["tokens_per_batch"]))
+                 tokens_per_batch=int(args["tokens_per_batch"]), tagger=tagger,
+                 retag=bool(tagger))
     return pred_path, gold_path
 
 
@@ -95,6 +110,8 @@ def _run(args: dict) -> str:
 
     report, metrics_path = evaluate(args)
     scores = format_scores("official" if report.get("official") else "scores", report)
+    if args["tagger"] and report.get("official"):
+        scores += f"  UPOS {report['official']['UPOS']:.2f} (predicted by {args['tagger']})"
     return f"{format_report(report)}\n{scores}\nmetrics: {metrics_path}"
 
 

@@ -11,7 +11,9 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["USER_ERRORS", "UsageError", "parse_key_values", "run_hydra_cli", "run_key_value_cli"]
+__all__ = [
+    "USER_ERRORS", "UsageError", "parse_bool", "parse_key_values", "run_hydra_cli", "run_key_value_cli",
+]
 
 # Bad input: a missing, misplaced or malformed file, an unknown name or value (ConlluError,
 # CheckpointError and UsageError are ValueErrors; IsADirectoryError, PermissionError are OSErrors).
@@ -45,6 +47,26 @@ def parse_key_values(
         seen.add(key)
         values[key] = None if value in ("null", "") else value
     return values
+
+
+def parse_bool(value: str | bool | None, *, option: str) -> bool:
+    """``true``/``false`` (also ``yes``/``no``, ``1``/``0``, any case) -> bool; None is false.
+
+    >>> parse_bool("True", option="retag"), parse_bool(None, option="retag")
+    (True, False)
+    >>> parse_bool("maybe", option="retag")
+    Traceback (most recent call last):
+    ...
+    parser.train.cli_args.UsageError: retag=maybe: expected true or false
+    """
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    lowered = value.strip().lower()
+    if lowered in ("true", "yes", "1"):
+        return True
+    if lowered in ("false", "no", "0"):
+        return False
+    raise UsageError(f"{option}={value}: expected true or false")
 
 
 def run_key_value_cli(

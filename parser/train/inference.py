@@ -1,4 +1,5 @@
-"""Parsing a set of sentences with a trained model: best trees, in-loop scores, prediction files.
+"""Parsing a set of sentences with a trained model: best trees, in-loop scores, prediction files,
+and the UPOS a parser reads (taken from the input or from a trained tagger).
 
 Used by the trainer (dev evaluation every k steps, final dev/test evaluation), ``parser-predict``
 and ``parser-evaluate``. No length limit applies here: every sentence is parsed.
@@ -9,7 +10,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -19,7 +20,10 @@ from parser.data.vocab import UNK, Vocabularies
 from parser.eval.metrics import AttachmentMetric
 from parser.train.model import ParserModel
 
-__all__ = ["Predictions", "log_unknown_words", "parse", "unknown_words", "write_predictions"]
+__all__ = [
+    "Predictions", "log_unknown_words", "missing_upos", "parse", "reads_upos", "tag_input",
+    "unknown_words", "write_predictions",
+]
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +100,42 @@ def log_unknown_words(sentences: Sequence[Sentence], vocabs: Vocabularies, *, na
 
 
 def write_predictions(
-    sentences: Sequence[Sentence], predictions: Predictions, path: str | os.PathLike
+    sentences: Sequence[Sentence], predictions: Predictions, path: str | os.PathLike, *,
+    upos: Sequence[Sequence[str]] | None = None,
 ) -> None:
-    """CoNLL-U with HEAD and DEPREL replaced, every other byte of the input kept (atomic)."""
-    write_conllu(sentences, path, heads=predictions.heads, deprels=predictions.deprels)
+    """CoNLL-U with HEAD and DEPREL replaced (and UPOS, when ``upos`` gives one list per
+    sentence), every other byte of the input kept (atomic)."""
+    write_conllu(sentences, path, heads=predictions.heads, deprels=predictions.deprels, upos=upos)
+
+
+def reads_upos(config: dict) -> bool:
+    """Whether a parser with this stored config reads UPOS: a biaffine model when
+    ``model.use_upos`` (default true), the log-linear scorer always (its templates are POS)."""
+    model = config.get("model") or {}
+    if str(model.get("kind", "biaffine")) == "biaffine":
+        return bool(model.get("use_upos", True))
+    return True
+
+
+def missing_upos(sentences: Sequence[Sentence]) -> tuple[int, int]:
+    """``(words whose UPOS is '_', words)``."""
+    total = sum(len(sentence) for sentence in sentences)
+    return sum(tag is None for s in sentences for tag in s.upos), total
+
+
+def tag_input(
+    sentences: Sequence[Sentence], tagger, *, retag: bool, tokens_per_batch: int
+) -> tuple[list[Sentence], list[list[str]]]:
+    """UPOS from ``tagger`` (a :class:`~parser.tagger.predict.TrainedTagger`): for every word when
+    ``retag``, else only for the words whose UPOS is ``_`` (the given tags are kept). Returns new
+    sentences carrying the tags (the caller's are untouched) and the UPOS column to write."""
+    from parser.tagger.predict import tag_sentences
+
+    predicted = tag_sentences(tagger, sentences, tokens_per_batch=tokens_per_batch)
+    columns = [
+        list(tags) if retag else [given if given is not None else guess
+                                  for given, guess in zip(sentence.upos, tags)]
+        for sentence, tags in zip(sentences, predicted)
+    ]
+    tagged = [replace(sentence, upos=list(column)) for sentence, column in zip(sentences, columns)]
+    return tagged, columns
