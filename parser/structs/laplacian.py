@@ -59,12 +59,12 @@ class LaplacianFactors:
 @lru_cache(maxsize=64)
 def _constants(size: int, device: torch.device) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """Per-size constants (cached; never written to): ``positions [S]``, ``arcs [S, S]`` (the
-    arc mask of an unpadded sentence), ``eye [N, N]`` float64, ``not_first [N]`` float64."""
+    arc mask of an unpadded sentence), ``eye [N, N]`` float64, ``not_first [N, 1]`` float64."""
     positions = torch.arange(size, device=device)
     arcs = ~torch.eye(size, dtype=torch.bool, device=device)
     arcs[0] = False
     eye = torch.eye(size - 1, dtype=torch.float64, device=device)
-    not_first = torch.ones(size - 1, dtype=torch.float64, device=device)
+    not_first = torch.ones(size - 1, 1, dtype=torch.float64, device=device)
     not_first[0] = 0.0
     return positions, arcs, eye, not_first
 
@@ -123,8 +123,10 @@ def matrix_tree(
     log_z = lu.diagonal(dim1=-2, dim2=-1).abs().log().sum(-1) + shift.sum(-1)
     inverse = torch.linalg.lu_solve(lu, pivots, eye.expand_as(lap))
     marginals = weights * _coefficients(inverse, not_first, single_root=single_root)
-    trusted = _trusted(lap.detach(), inverse.detach(), lu.detach(), pivots, marginals.detach(),
-                       scores.detach(), log_z.detach(), real, tolerance)
+    checked = (lap, inverse, lu, marginals, scores, log_z)
+    if scores.requires_grad:  # the test is not differentiated; detach only when there is a graph
+        checked = tuple(t.detach() for t in checked)
+    trusted = _trusted(*checked[:3], pivots, *checked[3:], real, tolerance)
     return LaplacianFactors(weights, inverse, log_z, marginals, trusted, single_root)
 
 
@@ -134,14 +136,11 @@ def _coefficients(inverse: Tensor, not_first: Tensor, *, single_root: bool) -> T
     Word heads: ``B[d, d] - B[h, d]`` (single-root: the terms of word 1 dropped, its column holds
     the ROOT weights); ROOT: ``B[1, d]`` (single-root) or ``B[d, d]``; row 0 is 0.
     """
-    diag = inverse.diagonal(dim1=-2, dim2=-1)  # B[d, d]
-    column = inverse.transpose(-1, -2)  # column[d, h] = B[h, d]
-    if single_root:
-        words = (diag * not_first).unsqueeze(-1) - column * not_first
-        root_coef = inverse.select(1, 0)
-    else:
-        words = diag.unsqueeze(-1) - column
-        root_coef = diag
+    # Zeroing row 1 of B drops word 1's terms from both B[d, d] and B[h, d] in one op.
+    kept = inverse * not_first if single_root else inverse
+    diag = kept.diagonal(dim1=-2, dim2=-1)  # B[d, d]
+    words = diag.unsqueeze(-1) - kept.transpose(-1, -2)  # [d, h]: B[d, d] - B[h, d]
+    root_coef = inverse.select(1, 0) if single_root else diag
     body = torch.cat([root_coef.unsqueeze(-1), words], dim=-1)
     return torch.nn.functional.pad(body, (0, 0, 1, 0))
 
@@ -162,8 +161,8 @@ def _trusted(lap: Tensor, inverse: Tensor, lu: Tensor, pivots: Tensor, marginals
     exactly where LU struggles, on nearly deterministic sentences.
     """
     n = lap.shape[-1]
-    cancelled = (lap.abs() * inverse.abs().transpose(-1, -2)).sum((-1, -2))
-    small_error = cancelled <= tol / (EPS64 * max(n, 1))  # False on NaN / inf
+    # Every check is "error term <= tol", stacked so the test is one comparison (NaN fails).
+    cancelled = (lap.abs() * inverse.abs().transpose(-1, -2)).sum((-1, -2)) * (EPS64 * max(n, 1))
     rows = marginals.narrow(1, 1, n).sum(-1)
     residual = (rows - 1.0 if real is None else rows - real.to(rows.dtype)).abs().amax(-1)
     low, high = torch.aminmax(marginals.flatten(1), dim=-1)
@@ -171,11 +170,12 @@ def _trusted(lap: Tensor, inverse: Tensor, lu: Tensor, pivots: Tensor, marginals
     negative = (lu.diagonal(dim1=-2, dim2=-1) < 0).sum(-1) + (pivots != positions).sum(-1)
     finite_scores = torch.nan_to_num(scores, neginf=0.0)
     entropy = log_z - (marginals * finite_scores).sum((-1, -2))
-    spread = -torch.xlogy(marginals, marginals).sum((-1, -2))  # NaN (untrusted) if mu < 0
-    slack = tol * (1.0 + finite_scores.abs().sum((-1, -2)))  # E[score] error from mu's errors
-    consistent = (entropy >= -slack) & (entropy <= spread + slack)
-    return (small_error & (residual <= tol) & (low >= -tol) & (high <= 1 + tol) & (negative % 2 == 0)
-            & consistent)
+    plogp = torch.xlogy(marginals, marginals).sum((-1, -2))  # -spread; NaN (untrusted) if mu < 0
+    slack = finite_scores.abs().sum((-1, -2)) * tol  # E[score] error from mu's errors (+ tol below)
+    # 0 - slack <= H <= spread + slack, written as terms <= tol like the other checks.
+    terms = torch.stack([cancelled, residual, -low, high - 1.0, negative % 2,
+                         -entropy - slack, entropy + plogp - slack], dim=-1)
+    return (terms <= tol).all(-1)
 
 
 def arc_rows(factors: LaplacianFactors) -> Tensor:

@@ -44,7 +44,8 @@ def _check_scores(scores: Tensor, lengths: Tensor) -> bool:
     size = scores.shape[1]
     low = size - 1
     if lengths.numel():
-        low, high = (int(v) for v in torch.aminmax(lengths))
+        values = lengths.tolist()  # one sync, then plain Python (cheaper than aminmax + 2 items)
+        low, high = min(values), max(values)
         if low < 1 or high > size - 1:
             bad = int(((lengths < 1) | (lengths > size - 1)).nonzero()[0, 0])
             raise ValueError(
@@ -55,6 +56,11 @@ def _check_scores(scores: Tensor, lengths: Tensor) -> bool:
         where = tuple(int(i) for i in (torch.isnan(scores) | torch.isposinf(scores)).nonzero()[0])
         raise ValueError(f"scores{list(where)} = {scores[where].item()}: NaN or +inf score")
     return low < size - 1
+
+
+def _as(tensor: Tensor, dtype: torch.dtype) -> Tensor:
+    """``tensor.to(dtype)`` without the call when it already has it (per-call overhead)."""
+    return tensor if tensor.dtype == dtype else tensor.to(dtype)
 
 
 def _expected(marginals: Tensor, scores: Tensor) -> Tensor:
@@ -81,7 +87,8 @@ class TreeCRF(Distribution):
     def __init__(self, scores: Tensor, lengths: Tensor, *, single_root: bool = True) -> None:
         self._padded = _check_scores(scores, lengths)
         self.scores = scores
-        self.lengths = lengths.to(device=scores.device, dtype=torch.long)
+        self.lengths = (lengths if lengths.dtype == torch.long and lengths.device == scores.device
+                        else lengths.to(device=scores.device, dtype=torch.long))
         self.single_root = bool(single_root)
         self.labeled = scores.dim() == 4
         size = scores.shape[1]
@@ -109,7 +116,7 @@ class TreeCRF(Distribution):
     @cached_property
     def _scores64(self) -> Tensor:
         """``arc_scores`` in float64."""
-        return self.arc_scores.to(torch.float64)
+        return _as(self.arc_scores, torch.float64)
 
     @cached_property
     def _factors(self) -> LaplacianFactors:
@@ -150,12 +157,12 @@ class TreeCRF(Distribution):
     @property
     def log_partition(self) -> Tensor:
         """``[B]`` log Z (over labeled trees when labeled); -inf when no tree is allowed."""
-        return self._partition[0].to(self.scores.dtype)
+        return _as(self._partition[0], self.scores.dtype)
 
     @cached_property
     def arc_marginals(self) -> Tensor:
         """``[B, dep, head]`` p(head(dep) = head); exactly 0 on padding, row 0 and diagonal."""
-        return self._partition[1].to(self.scores.dtype)
+        return _as(self._partition[1], self.scores.dtype)
 
     @cached_property
     def marginals(self) -> Tensor:
@@ -277,7 +284,7 @@ class TreeCRF(Distribution):
     def entropy(self) -> Tensor:
         """``[B]`` Shannon entropy (over labeled trees when labeled), O(N^3)."""
         marginals, scores = self._weighted()
-        return (self._partition[0] - _expected(marginals, scores)).to(self.scores.dtype)
+        return _as(self._partition[0] - _expected(marginals, scores), self.scores.dtype)
 
     def cross_entropy(self, other: TreeCRF) -> Tensor:
         """``[B]`` -E_self[log other(tree)]; inf where self puts mass on trees other forbids."""
