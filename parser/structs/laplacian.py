@@ -121,7 +121,10 @@ def matrix_tree(
 
     lu, pivots, _ = torch.linalg.lu_factor_ex(lap)
     log_z = lu.diagonal(dim1=-2, dim2=-1).abs().log().sum(-1) + shift.sum(-1)
-    inverse = torch.linalg.lu_solve(lu, pivots, eye.expand_as(lap))
+    if lap.requires_grad:  # inv's backward is two products; lu_solve's goes back through the LU
+        inverse = torch.linalg.inv_ex(lap)[0]
+    else:
+        inverse = torch.linalg.lu_solve(lu, pivots, eye.expand_as(lap))
     marginals = weights * _coefficients(inverse, not_first, single_root=single_root)
     checked = (lap, inverse, lu, marginals, scores, log_z)
     if scores.requires_grad:  # the test is not differentiated; detach only when there is a graph
