@@ -102,6 +102,11 @@ class DataConfig:
     unlabeled_file: str | None = None  # CoNLL-U or one tokenised sentence per line
     unlabeled_ratio: float = 1.0  # unlabeled batches per labeled batch
     subset_seed: int = 0  # which sentences form the labeled subset (nested across sizes)
+    # Predicted UPOS for the unlabeled text: a tagger checkpoint (parser.tagger) tags the words
+    # whose UPOS is '_' (a tokenised text file: every word); retag_unlabeled replaces the given
+    # UPOS of the unlabeled part too (the "predicted tags" setting on a treebank with gold tags).
+    tagger: str | None = None
+    retag_unlabeled: bool = False
 
 
 @dataclass

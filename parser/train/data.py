@@ -2,13 +2,15 @@
 
 Reads the training file (its first ``max_train_sentences``), splits it into labeled trees and
 unlabeled text (``labeled_size`` / ``labeled_fraction``), adds ``unlabeled_file`` when given,
-builds the vocabularies from the training sentences (the unlabeled ones stripped of their trees
-first), and makes the training stream and the dev/test batchers.
+tags the unlabeled text with ``data.tagger`` where it lacks UPOS (every word with
+``data.retag_unlabeled``), builds the vocabularies from the training sentences (the unlabeled ones
+stripped of their trees first), and makes the training stream and the dev/test batchers.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,9 +20,13 @@ from parser.data.conllu_io import Sentence, Treebank, read_conllu, read_tokenize
 from parser.data.paths import resolve_ud_root, treebank_file
 from parser.data.streams import TrainingStream, split_labeled, strip_annotation
 from parser.data.vocab import Vocabularies
+from parser.train.checkpoint import CheckpointError
 from parser.train.user_files import input_file
 
-__all__ = ["TrainingData", "eval_batcher", "load_training_data", "read_split", "split_path"]
+__all__ = [
+    "TrainingData", "eval_batcher", "ge_term_names", "load_training_data", "read_split",
+    "split_path", "tag_unlabeled",
+]
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +66,54 @@ def read_unlabeled(path: str | Path, *, on_invalid: str) -> list[Sentence]:
     return strip_annotation(sentences)
 
 
+def ge_term_names(terms: Mapping | None) -> list[str]:
+    """The names of the ``ge`` terms (``type: ge`` or named ``ge``) with a non-zero weight."""
+    names = []
+    for name, options in (terms or {}).items():
+        options = options if isinstance(options, Mapping) else {}
+        if str(options.get("type", name)) == "ge" and options.get("weight", 1.0):
+            names.append(str(name))
+    return names
+
+
+def tag_unlabeled(
+    sentences: list[Sentence], cfg: DataConfig, *, upos_needed_by: list[str]
+) -> list[Sentence]:
+    """``sentences`` with UPOS from ``cfg.tagger`` where theirs is ``_`` (every word when
+    ``cfg.retag_unlabeled``); unchanged when there is nothing to tag. Without a tagger, missing
+    UPOS is an error when ``upos_needed_by`` names a consumer (a GE term reads UPOS)."""
+    from parser.train.inference import missing_upos, tag_input
+
+    missing, total = missing_upos(sentences)
+    if not cfg.tagger:
+        if cfg.retag_unlabeled:
+            raise ValueError("data.retag_unlabeled=true needs data.tagger (a tagger checkpoint)")
+        if missing and upos_needed_by:
+            raise ValueError(
+                f"data.tagger: {missing} of {total} unlabeled words have no UPOS ('_' or a "
+                f"tokenised text file) and {', '.join(upos_needed_by)} reads UPOS; set "
+                "data.tagger=<tagger checkpoint> to tag them"
+            )
+        return sentences
+    if not missing and not cfg.retag_unlabeled:
+        log.info("data.tagger: the unlabeled text has UPOS on every word; not tagged")
+        return sentences
+    from parser.tagger.predict import load_tagger
+
+    try:
+        tagger = load_tagger(input_file(cfg.tagger, option="data.tagger"))
+    except CheckpointError as error:
+        raise CheckpointError(f"data.tagger: {error}") from error
+    tagged, _ = tag_input(sentences, tagger, retag=cfg.retag_unlabeled,
+                          tokens_per_batch=cfg.eval_tokens_per_batch)
+    n_tagged = len(sentences) if cfg.retag_unlabeled else sum(None in s.upos for s in sentences)
+    log.info("data.tagger: tagged %d of %d unlabeled sentences (%s; %d of %d words had no UPOS) "
+             "with %s", n_tagged, len(sentences),
+             "every word retagged" if cfg.retag_unlabeled else "missing UPOS only",
+             missing, total, cfg.tagger)
+    return tagged
+
+
 def eval_batcher(encoded: list[EncodedSentence], cfg: DataConfig) -> BucketBatcher:
     """Every sentence (no length limit), shortest first, with gold trees when present."""
     labeled = all(e.heads is not None for e in encoded)
@@ -81,9 +135,11 @@ class TrainingData:
 
 def load_training_data(
     cfg: DataConfig, *, seed: int, vocabs: Vocabularies | None = None, num_replicas: int = 1,
-    rank: int = 0,
+    rank: int = 0, objective_terms: Mapping | None = None,
 ) -> TrainingData:
-    """Read the files, build (or reuse, when resuming) the vocabularies, make the stream."""
+    """Read the files, tag the unlabeled text (``data.tagger``), build (or reuse, when
+    resuming) the vocabularies, make the stream. ``objective_terms`` (``objective.terms``) says
+    whether a GE term reads the unlabeled text's UPOS: missing UPOS and no tagger is then an error."""
     train = read_split(cfg, "train")
     sentences = list(train.sentences) if train is not None else []
     if cfg.max_train_sentences is not None:
@@ -97,6 +153,11 @@ def load_training_data(
     if cfg.unlabeled_file:
         on_invalid = "raise" if OnInvalid(cfg.on_invalid) is OnInvalid.error else "skip"
         unlabeled += read_unlabeled(cfg.unlabeled_file, on_invalid=on_invalid)
+    if unlabeled:
+        needed_by = [f"objective term {name!r}" for name in ge_term_names(objective_terms)]
+        unlabeled = tag_unlabeled(unlabeled, cfg, upos_needed_by=needed_by)
+    elif cfg.retag_unlabeled:
+        log.warning("data.retag_unlabeled=true but there is no unlabeled text to retag")
     if not labeled and not unlabeled:
         raise ValueError(
             f"data: nothing to train on for treebank {cfg.treebank!r} (no training file "
