@@ -45,6 +45,8 @@ class LaplacianFactors:
     log_z:   ``[B]`` log partition; ``-inf`` when no tree is allowed.
     marginals: ``[B, dep, head]`` arc marginals, exactly 0 off arcs.
     trusted: ``[B]`` bool, False where the LU result may be inexact (ill-conditioned Laplacian).
+    entropy: ``[B]`` ``log_z - sum(marginals * scores)`` as the trust test computed it (detached;
+    the tree entropy wherever ``trusted``).
     single_root: the root constraint the Laplacian encodes.
     """
 
@@ -54,6 +56,7 @@ class LaplacianFactors:
     marginals: Tensor
     trusted: Tensor
     single_root: bool
+    entropy: Tensor
 
 
 @lru_cache(maxsize=64)
@@ -129,8 +132,8 @@ def matrix_tree(
     checked = (lap, inverse, lu, marginals, scores, log_z)
     if scores.requires_grad:  # the test is not differentiated; detach only when there is a graph
         checked = tuple(t.detach() for t in checked)
-    trusted = _trusted(*checked[:3], pivots, *checked[3:], real, tolerance)
-    return LaplacianFactors(weights, inverse, log_z, marginals, trusted, single_root)
+    trusted, entropy = _trusted(*checked[:3], pivots, *checked[3:], real, tolerance)
+    return LaplacianFactors(weights, inverse, log_z, marginals, trusted, single_root, entropy)
 
 
 def _coefficients(inverse: Tensor, not_first: Tensor, *, single_root: bool) -> Tensor:
@@ -149,8 +152,9 @@ def _coefficients(inverse: Tensor, not_first: Tensor, *, single_root: bool) -> T
 
 
 def _trusted(lap: Tensor, inverse: Tensor, lu: Tensor, pivots: Tensor, marginals: Tensor,
-             scores: Tensor, log_z: Tensor, real: Tensor | None, tol: float) -> Tensor:
-    """``[B]`` bool: the LU result is accurate to ``tol`` (False on NaN or inf).
+             scores: Tensor, log_z: Tensor, real: Tensor | None, tol: float) -> tuple[Tensor, Tensor]:
+    """``([B] bool, [B] entropy)``: the LU result is accurate to ``tol`` (False on NaN or inf),
+    and ``log Z - E[score]`` (the entropy where accurate), which the test needs anyway.
 
     LU is backward stable: it is the exact LU of ``M + dM`` with ``|dM| <~ eps N |M|`` while
     the growth stays small, so log Z moves by ``tr(B dM) <= eps N tr(|B| |M|)``, the total size
@@ -164,7 +168,8 @@ def _trusted(lap: Tensor, inverse: Tensor, lu: Tensor, pivots: Tensor, marginals
     exactly where LU struggles, on nearly deterministic sentences.
     """
     n = lap.shape[-1]
-    # Every check is "error term <= tol", stacked so the test is one comparison (NaN fails).
+    # Every check is "error term <= tol", stacked so the test is one comparison (NaN fails);
+    # all float64: a mixed-dtype stack costs more than the conversion.
     cancelled = (lap.abs() * inverse.abs().transpose(-1, -2)).sum((-1, -2)) * (EPS64 * max(n, 1))
     rows = marginals.narrow(1, 1, n).sum(-1)
     residual = (rows - 1.0 if real is None else rows - real.to(rows.dtype)).abs().amax(-1)
@@ -176,9 +181,9 @@ def _trusted(lap: Tensor, inverse: Tensor, lu: Tensor, pivots: Tensor, marginals
     plogp = torch.xlogy(marginals, marginals).sum((-1, -2))  # -spread; NaN (untrusted) if mu < 0
     slack = finite_scores.abs().sum((-1, -2)) * tol  # E[score] error from mu's errors (+ tol below)
     # 0 - slack <= H <= spread + slack, written as terms <= tol like the other checks.
-    terms = torch.stack([cancelled, residual, -low, high - 1.0, negative % 2,
+    terms = torch.stack([cancelled, residual, -low, high - 1.0, (negative % 2).to(log_z.dtype),
                          -entropy - slack, entropy + plogp - slack], dim=-1)
-    return (terms <= tol).all(-1)
+    return (terms <= tol).all(-1), entropy
 
 
 def arc_rows(factors: LaplacianFactors) -> Tensor:

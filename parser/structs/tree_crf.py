@@ -130,7 +130,8 @@ class TreeCRF(Distribution):
         """``(log Z [B], arc marginals [B, dep, head])`` in float64, robust path merged in."""
         factors = self._factors
         log_z, marginals = factors.log_z, factors.marginals
-        if bool(factors.trusted.all()):
+        self._all_trusted = bool(factors.trusted.all())
+        if self._all_trusted:
             return log_z, marginals
         bad = (~factors.trusted).nonzero().squeeze(1)
         if bad.numel():
@@ -284,6 +285,8 @@ class TreeCRF(Distribution):
     def entropy(self) -> Tensor:
         """``[B]`` Shannon entropy (over labeled trees when labeled), O(N^3)."""
         marginals, scores = self._weighted()
+        if not self.labeled and self._all_trusted and not (torch.is_grad_enabled() and scores.requires_grad):
+            return _as(self._factors.entropy, self.scores.dtype)  # the trust test computed it
         return _as(self._partition[0] - _expected(marginals, scores), self.scores.dtype)
 
     def cross_entropy(self, other: TreeCRF) -> Tensor:
