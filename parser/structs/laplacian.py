@@ -148,7 +148,7 @@ def _coefficients(inverse: Tensor, not_first: Tensor, *, single_root: bool) -> T
     words = diag.unsqueeze(-1) - kept.transpose(-1, -2)  # [d, h]: B[d, d] - B[h, d]
     root_coef = inverse.select(1, 0) if single_root else diag
     body = torch.cat([root_coef.unsqueeze(-1), words], dim=-1)
-    return torch.nn.functional.pad(body, (0, 0, 1, 0))
+    return torch.constant_pad_nd(body, (0, 0, 1, 0))  # the aten op: no Python wrapper per call
 
 
 def _trusted(lap: Tensor, inverse: Tensor, lu: Tensor, pivots: Tensor, marginals: Tensor,
