@@ -356,3 +356,12 @@ def test_console_entry_point_exit_status(tmp_path):
     assert done.returncode == 2
     assert done.stderr.startswith("parser-train: error: Could not override 'trainer.max_stpes'")
     assert "Traceback" not in done.stderr + done.stdout
+
+
+def test_ge_on_text_without_upos_and_no_tagger(capsys, tmp_path):
+    # The trainer passes its objective terms to the data loader, so a GE term that would read the
+    # UPOS of tokenised text (which has none) stops before training and names data.tagger.
+    text = tmp_path / "unlabeled.txt"
+    text.write_text("The cat sat on the mat .\nDogs bark .\n")
+    train_fails(capsys, tmp_path, f"data.unlabeled_file={text}", "objective=likelihood_ge",
+                expected=["data.tagger", "objective term 'ge' reads UPOS"])

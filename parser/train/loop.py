@@ -91,7 +91,7 @@ class Trainer:
         vocabs = Vocabularies.from_state_dict(resumed["vocabs"]) if resumed else None
         self.data: TrainingData = load_training_data(
             cfg.data, seed=trainer.seed, vocabs=vocabs, num_replicas=self.dist.world_size,
-            rank=self.dist.rank,
+            rank=self.dist.rank, objective_terms=cfg.objective.terms,
         )
         self.vocabs = self.data.vocabs
         if self.dist.is_main:
