@@ -24,7 +24,10 @@ import torch
 from torch import Tensor
 from torch.utils.checkpoint import checkpoint
 
-__all__ = ["log_partition_by_elimination", "logaddexp_safe", "logsumexp_safe"]
+__all__ = [
+    "covariance_by_elimination", "log_partition_by_elimination", "logaddexp_safe", "logsumexp_safe",
+    "pairwise_marginals_by_elimination",
+]
 
 NEG_INF = float("-inf")
 # Stands for a zero weight inside the elimination: exp(ABSENT - anything real) == 0 exactly, and
@@ -138,3 +141,77 @@ def log_partition_by_elimination(scores: Tensor, lengths: Tensor, *, single_root
             w, alive, log_z = _segment(w, alive, log_z, start, stop, lengths, single_root)
     # A sentence without any allowed tree picked up an ABSENT pivot.
     return torch.where(log_z < ABSENT / 10, torch.full_like(log_z, NEG_INF), log_z)
+
+
+# ----------------------------------------------------------------- second order on this path
+def _marginals_with_graph(scores: Tensor, lengths: Tensor, *,
+                          single_root: bool) -> tuple[Tensor, Tensor]:
+    """``(leaf, marginals [B, dep, head])``: marginals that stay differentiable in ``leaf``
+    (``scores`` itself when it carries a graph, else a detached copy)."""
+    leaf = scores if scores.requires_grad else scores.detach().requires_grad_()
+    log_z = log_partition_by_elimination(leaf, lengths, single_root=single_root)
+    (marginals,) = torch.autograd.grad(log_z.sum(), leaf, create_graph=True)
+    keep = torch.isfinite(log_z)[:, None, None] & torch.isfinite(scores)
+    return leaf, torch.where(keep, marginals, torch.zeros_like(marginals))
+
+
+def _hessian_rows(marginals: Tensor, leaf: Tensor, weights: Tensor, *, graph: bool) -> Tensor:
+    """``d <marginals, weights> / d scores`` ``[B, dep, head]`` (one backward pass)."""
+    if not marginals.requires_grad:  # e.g. one-word sentences: constant marginals
+        return torch.zeros_like(leaf)
+    (rows,) = torch.autograd.grad((marginals * weights).sum(), leaf, retain_graph=True,
+                                  create_graph=graph, allow_unused=True)
+    return torch.zeros_like(leaf) if rows is None else rows
+
+
+def covariance_by_elimination(scores: Tensor, lengths: Tensor, first: Tensor, second: Tensor, *,
+                              single_root: bool) -> Tensor:
+    """``Cov [B, R, S]`` of arc features ``first [B, dep, head, R]``, ``second [.., S]`` (float64,
+    zero off arcs) from the Hessian of the exact log Z: ``Cov(r, s) = r^T (d^2 log Z) s``.
+
+    One backward pass per column of the narrower feature set: O(N^3 min(R, S)); for the few
+    sentences LU cannot handle. Differentiable when ``scores`` carries a graph.
+    """
+    graph = torch.is_grad_enabled() and scores.requires_grad
+    with torch.enable_grad():
+        leaf, marginals = _marginals_with_graph(scores, lengths, single_root=single_root)
+        swap = first.shape[-1] < second.shape[-1]  # Cov(r, s) = Cov(s, r)^T: loop the narrower
+        loop, other = (first, second) if swap else (second, first)
+        columns = [_hessian_rows(marginals, leaf, loop[..., j], graph=graph)
+                   for j in range(loop.shape[-1])]
+    hess = torch.stack(columns, -1) if columns else loop.new_zeros(loop.shape)
+    hess = torch.where(torch.isfinite(scores)[..., None], hess, torch.zeros_like(hess))
+    cov = torch.einsum("bdho,bdhl->bol", other, hess)  # [B, other, loop]
+    cov = cov.transpose(-1, -2) if swap else cov
+    return cov if graph else cov.detach()
+
+
+def pairwise_marginals_by_elimination(scores: Tensor, lengths: Tensor, *,
+                                      single_root: bool) -> Tensor:
+    """``[B, i, j, k, l]`` = p(head(i) = j, head(k) = l) from the exact path's second derivatives:
+    ``p(e, e') = mu_e mu_e' + d mu_e / d score_e'`` for arcs of different dependents, ``mu_e`` when
+    ``e = e'``, 0 for two heads of one word. N (N + 1) backward passes: O(N^5)."""
+    graph = torch.is_grad_enabled() and scores.requires_grad
+    size = scores.shape[-1]
+    arcs = torch.isfinite(scores)
+    with torch.enable_grad():
+        leaf, marginals = _marginals_with_graph(scores, lengths, single_root=single_root)
+        rows = []
+        for dep in range(1, size):
+            for head in range(size):
+                pick = torch.zeros_like(scores)
+                pick[:, dep, head] = 1.0
+                rows.append(_hessian_rows(marginals, leaf, pick, graph=graph)
+                            if bool(arcs[:, dep, head].any()) else torch.zeros_like(scores))
+    hess = torch.stack(rows, 1).reshape(scores.shape[0], size - 1, size, size, size)
+    hess = torch.cat([torch.zeros_like(hess[:, :1]), hess], 1)  # [B, k, l, i, j]; row k = 0 is 0
+    hess = hess.permute(0, 3, 4, 1, 2)  # [B, i, j, k, l]: d mu_(k,l) / d score_(i,j)
+    pair = marginals[:, :, :, None, None] * marginals[:, None, None, :, :] + hess
+    eye = torch.eye(size, dtype=torch.bool, device=scores.device)
+    same_dep = eye[:, None, :, None]  # i == k
+    same_arc = same_dep & eye[None, :, None, :]
+    diagonal = marginals[:, :, :, None, None].expand_as(pair)
+    pair = torch.where(same_dep, torch.where(same_arc, diagonal, torch.zeros_like(pair)), pair)
+    both = arcs[:, :, :, None, None] & arcs[:, None, None, :, :]
+    pair = torch.where(both, pair, torch.zeros_like(pair))
+    return pair if graph else pair.detach()

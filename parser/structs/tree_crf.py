@@ -22,7 +22,12 @@ from torch.distributions.kl import register_kl
 
 from parser.structs import laplacian
 from parser.structs.laplacian import LaplacianFactors, arc_mask, matrix_tree, word_mask
-from parser.structs.log_elimination import log_partition_by_elimination, logsumexp_safe
+from parser.structs.log_elimination import (
+    covariance_by_elimination,
+    log_partition_by_elimination,
+    logsumexp_safe,
+    pairwise_marginals_by_elimination,
+)
 
 __all__ = ["TreeCRF"]
 
@@ -138,11 +143,7 @@ class TreeCRF(Distribution):
             scores64 = self._scores64
             graph = torch.is_grad_enabled() and scores64.requires_grad
             if graph:  # LU's graph on a near-singular Laplacian backpropagates 0 * inf = NaN
-                calm = torch.zeros_like(scores64).masked_fill(~self.arc_mask, NEG_INF)
-                kept = torch.where(factors.trusted[:, None, None], scores64, calm)
-                tolerance = laplacian.TOLERANCE.get(self.scores.dtype, laplacian.DEFAULT_TOLERANCE)
-                calmed = matrix_tree(kept, self.lengths, single_root=self.single_root, tolerance=tolerance)
-                log_z, marginals = calmed.log_z, calmed.marginals
+                log_z, marginals = self._calm_factors.log_z, self._calm_factors.marginals
             with torch.enable_grad():
                 sub = scores64[bad] if graph else scores64[bad].detach().requires_grad_()
                 sub_z = log_partition_by_elimination(sub, self.lengths[bad], single_root=self.single_root)
@@ -154,6 +155,24 @@ class TreeCRF(Distribution):
             log_z = log_z.index_copy(0, bad, sub_z)
             marginals = marginals.index_copy(0, bad, sub_mu)
         return log_z, marginals
+
+    @cached_property
+    def _calm_factors(self) -> LaplacianFactors:
+        """The fast path with untrusted sentences' scores set to 0 when there is a graph (their
+        values are replaced by the exact path; this keeps NaN out of the LU's backward)."""
+        factors = self._factors
+        scores64 = self._scores64
+        if bool(factors.trusted.all()) or not (torch.is_grad_enabled() and scores64.requires_grad):
+            return factors
+        calm = torch.zeros_like(scores64).masked_fill(~self.arc_mask, NEG_INF)
+        kept = torch.where(factors.trusted[:, None, None], scores64, calm)
+        tolerance = laplacian.TOLERANCE.get(self.scores.dtype, laplacian.DEFAULT_TOLERANCE)
+        return matrix_tree(kept, self.lengths, single_root=self.single_root, tolerance=tolerance)
+
+    @cached_property
+    def _untrusted(self) -> Tensor:
+        """``[K]`` indices of the sentences computed by the exact (elimination) path."""
+        return (~self._factors.trusted).nonzero().squeeze(1)
 
     @property
     def log_partition(self) -> Tensor:
@@ -375,7 +394,8 @@ class TreeCRF(Distribution):
     def covariance(self, first: Tensor, second: Tensor) -> Tensor:
         """``Cov [B, R, S]`` of arc features ``first [B, dep, head, R]``, ``second [.., S]``.
 
-        Second order from the inverse Laplacian (float64 LU), O(N^3 (R + S) + N^2 R S).
+        Second order from the inverse Laplacian (float64 LU), O(N^3 (R + S) + N^2 R S); sentences
+        the trust test sends to the exact path use its Hessian instead, O(N^3 min(R, S)).
         """
         for name, feats in (("first", first), ("second", second)):
             if feats.dim() != 4 or tuple(feats.shape[:3]) != tuple(self.scores.shape[:3]):
@@ -385,13 +405,23 @@ class TreeCRF(Distribution):
         zero = torch.zeros((), dtype=torch.float64, device=first.device)
         first64 = torch.where(mask, first.to(torch.float64), zero)
         second64 = torch.where(mask, second.to(torch.float64), zero)
-        cov = laplacian.covariance(self._factors, self._partition[1], first64, second64)
+        cov = laplacian.covariance(self._calm_factors, self._partition[1], first64, second64)
+        bad = self._untrusted
+        if bad.numel():
+            exact = covariance_by_elimination(self._scores64[bad], self.lengths[bad], first64[bad],
+                                              second64[bad], single_root=self.single_root)
+            cov = cov.index_copy(0, bad, exact)
         cov = torch.where(torch.isfinite(self._partition[0])[:, None, None], cov, zero)
         return cov.to(torch.promote_types(first.dtype, second.dtype))
 
     def pairwise_marginals(self) -> Tensor:
         """``[B, i, j, k, l]`` = p(head(i) = j, head(k) = l) over arcs; O(N^4) memory."""
-        pair = laplacian.pairwise_marginals(self._factors, self._partition[1])
+        pair = laplacian.pairwise_marginals(self._calm_factors, self._partition[1])
+        bad = self._untrusted
+        if bad.numel():  # the exact path's second derivatives, O(N^5) for these sentences only
+            exact = pairwise_marginals_by_elimination(self._scores64[bad], self.lengths[bad],
+                                                      single_root=self.single_root)
+            pair = pair.index_copy(0, bad, exact)
         finite = torch.isfinite(self._partition[0])[:, None, None, None, None]
         return torch.where(finite, pair, torch.zeros_like(pair)).to(self.scores.dtype)
 
