@@ -1,8 +1,8 @@
 """The tagger's data, from the ``data`` node of its config: treebank files, vocabularies, the
 training stream and the GE constraints.
 
-Reuses the data layer: ``read_conllu``, ``Vocabularies``, ``encode_all``, ``BucketBatcher`` and the
-labeled / unlabeled ``TrainingStream``. Sentences in the unlabeled part lose their UPOS (and
+Reuses the data layer: ``read_conllu``, ``Vocabularies`` and the labeled / unlabeled
+``TrainingStream.from_sentences`` the parser's trainer builds its stream with. Sentences in the unlabeled part lose their UPOS (and
 trees) before encoding, so entropy and GE terms never see gold tags.
 """
 
@@ -13,9 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from parser.data.batching import BucketBatcher, encode_all
 from parser.data.conllu_io import Sentence, Treebank, read_conllu
-from parser.data.paths import resolve_ud_root, treebank_file
+from parser.data.paths import existing_file, resolve_ud_root, treebank_file
 from parser.data.streams import TrainingStream, split_labeled, strip_annotation
 from parser.data.vocab import N_SPECIAL, Vocabularies
 from parser.tagger.config import TagDataConfig
@@ -30,10 +29,7 @@ def split_file(cfg: TagDataConfig, split: str) -> Path:
     """``data.<split>_file`` if set, else the treebank's file of that split under the data root."""
     explicit = getattr(cfg, f"{split}_file")
     if explicit:
-        path = Path(explicit).expanduser()
-        if not path.is_file():
-            raise ValueError(f"data.{split}_file={explicit}: no such file")
-        return path
+        return existing_file(explicit, option=f"data.{split}_file")
     return treebank_file(resolve_ud_root(cfg.root), cfg.treebank, split)
 
 
@@ -75,18 +71,9 @@ def load_tag_data(
     log.info("tagger: %d labeled and %d unlabeled training sentences, %d tags", len(labeled),
              len(unlabeled), len(vocabs.upos) - N_SPECIAL)
 
-    def batcher(part: list[Sentence], *, is_labeled: bool, offset: int) -> BucketBatcher | None:
-        if not part:
-            return None
-        return BucketBatcher(
-            encode_all(part, vocabs), tokens_per_batch=cfg.tokens_per_batch, shuffle=True,
-            seed=seed + offset, max_length=cfg.max_length, labeled=is_labeled,
-        )
-
-    stream = TrainingStream(
-        batcher(labeled, is_labeled=True, offset=0),
-        batcher(unlabeled, is_labeled=False, offset=1),
-        unlabeled_ratio=cfg.unlabeled_ratio,
+    stream = TrainingStream.from_sentences(
+        labeled, unlabeled, vocabs, tokens_per_batch=cfg.tokens_per_batch,
+        max_length=cfg.max_length, unlabeled_ratio=cfg.unlabeled_ratio, seed=seed,
     )
     dev = read_conllu(split_file(cfg, "dev"), require_trees=False)
     try:
