@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from parser.data.batch import Batch
 from parser.data.vocab import N_SPECIAL, UNK
 from parser.models.char_encoder import CharLSTM
+from parser.models.layers import BiLSTM
 from parser.structs.linear_chain import LinearChainCRF
 
 __all__ = ["Tagger", "TaggerOutput", "tags_to_upos_ids", "upos_ids_to_tags"]
@@ -87,9 +87,9 @@ class Tagger(nn.Module):
         self.word_embed = nn.Embedding(n_words, word_dim, padding_idx=0)
         self.char_encoder = CharLSTM(n_chars, char_dim=char_dim, hidden=char_hidden, n_out=char_out)
         self.input_dropout = nn.Dropout(dropout)
-        self.lstm = nn.LSTM(
-            word_dim + char_out, lstm_hidden, num_layers=lstm_layers, batch_first=True,
-            bidirectional=True, dropout=dropout if lstm_layers > 1 else 0.0,
+        self.lstm = BiLSTM(
+            word_dim + char_out, lstm_hidden, num_layers=lstm_layers,
+            dropout=dropout if lstm_layers > 1 else 0.0,
         )
         self.lstm_dropout = nn.Dropout(dropout)
         self.emit = nn.Linear(2 * lstm_hidden, n_tags)
@@ -124,8 +124,7 @@ class Tagger(nn.Module):
             drop = (torch.rand(words.shape, device=words.device) < self.word_dropout) & present
             words = words.masked_fill(drop, UNK)  # a new tensor: the caller's batch is untouched
         x = self.input_dropout(torch.cat([self.word_embed(words), self.char_vectors(batch)], dim=-1))
-        packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
-        states, _ = pad_packed_sequence(self.lstm(packed)[0], batch_first=True, total_length=width)
+        states, _ = self.lstm(x, lengths)
         return self.emit(self.lstm_dropout(states))
 
     def char_vectors(self, batch: Batch) -> Tensor:
