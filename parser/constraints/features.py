@@ -108,22 +108,21 @@ class ConstraintSet:
         child = self._child.to(device)[:, upos] & is_word  # [K, B, N+1]
         parent_word = self._parent.to(device)[:, upos] & is_word  # [K, B, N+1]
         offset = positions[None, :] - positions[:, None]  # [dep, head]: head - dep
-        rows, feature_ids = [], []
-        for k, constraint in enumerate(self.constraints):
-            if constraint.to_root:
-                head_ok = (positions == 0).expand(upos.shape[0], size)  # [B, head]
-                geometry = torch.ones(size, size, dtype=torch.bool, device=device)
-            else:
-                head_ok = parent_word[k]
-                geometry = _geometry(offset, constraint)  # [dep, head]
-            fires = child[k][:, :, None] & head_ok[:, None, :] & geometry  # [B, dep, head]
-            index = fires.nonzero()
-            rows.append(index)
-            feature_ids.append(torch.full((index.shape[0],), k, dtype=torch.long, device=device))
-        arc_index = torch.cat(rows)
+        to_root = torch.tensor([c.to_root for c in self.constraints], device=device)  # [K]
+        # ROOT-parent constraints: the head is position 0 and geometry does not apply.
+        head_ok = torch.where(to_root[:, None, None], (positions == 0).expand_as(parent_word),
+                              parent_word)  # [K, B, head]
+        geometry = torch.stack([
+            torch.ones(size, size, dtype=torch.bool, device=device) if c.to_root
+            else _geometry(offset, c) for c in self.constraints
+        ])  # [K, dep, head]
+        fires = child[:, :, :, None] & head_ok[:, :, None, :] & geometry[:, None]  # [K, B, dep, head]
+        index = fires.nonzero()  # k-major, as one row block per constraint
+        arc_index = index[:, 1:]
+        feature_ids = index[:, 0]
         return ConstraintFeatures(
             arc_index=arc_index,
-            feature_ids=torch.cat(feature_ids),
+            feature_ids=feature_ids,
             values=torch.ones(arc_index.shape[0], device=device),
             n_features=len(self),
             counts=child.sum(-1).transpose(0, 1).to(torch.get_default_dtype()),
