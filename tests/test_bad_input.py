@@ -365,3 +365,14 @@ def test_ge_on_text_without_upos_and_no_tagger(capsys, tmp_path):
     text.write_text("The cat sat on the mat .\nDogs bark .\n")
     train_fails(capsys, tmp_path, f"data.unlabeled_file={text}", "objective=likelihood_ge",
                 expected=["data.tagger", "objective term 'ge' reads UPOS"])
+
+
+def test_tagger_entry_point_reports_bad_input(capsys, tmp_path):
+    from parser.tagger.train import main as tagger_main
+
+    run = f"hydra.run.dir={tmp_path / 'tagger'}"
+    _fails(capsys, 2, tagger_main, ["data=tiny", "tagger.no_such_key=1", run],
+           "parser.tagger.train", "no_such_key")
+    missing = tmp_path / "missing.conllu"
+    _fails(capsys, 2, tagger_main, ["data=tiny", f"data.train_file={missing}", run],
+           "parser.tagger.train", f"data.train_file={missing}: no such file")

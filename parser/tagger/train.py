@@ -19,9 +19,9 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
-import hydra
 import torch
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
@@ -139,21 +139,20 @@ def train(cfg: DictConfig, *, run_dir: str | Path) -> dict:
 
 
 def _hydra_main(cfg: DictConfig) -> None:
-    run_dir = Path(HydraConfig.get().runtime.output_dir)
-    try:
-        train(cfg, run_dir=run_dir)
-    except (ValueError, FileNotFoundError) as error:
-        log.error("%s", error)
-        print(f"parser.tagger.train: error: {error}", file=sys.stderr, flush=True)
-        raise SystemExit(1) from error
+    train(cfg, run_dir=Path(HydraConfig.get().runtime.output_dir))
 
 
-def main() -> None:
-    """Hydra parses ``sys.argv`` (overrides, ``--multirun``, ``--cfg job``)."""
+def main(argv: Sequence[str] | None = None) -> int:
+    """Hydra parses ``argv`` (default ``sys.argv[1:]``: overrides, ``--multirun``, ``--cfg job``).
+    Returns the exit status: 0, or 2 on bad input (a config that does not compose, a missing or
+    malformed file) with ``parser.tagger.train: error: <message>`` and no traceback — the same
+    shell as ``parser-train`` (``parser.train.cli_args.run_hydra_cli``)."""
+    from parser.train.cli_args import run_hydra_cli
+
     register_tagger_configs()
-    hydra.main(config_path=str(tagger_config_dir()), config_name="tagger",
-               version_base="1.3")(_hydra_main)()
+    return run_hydra_cli(_hydra_main, argv, prog="parser.tagger.train",
+                         config_dir=tagger_config_dir(), config_name="tagger")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
