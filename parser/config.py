@@ -171,6 +171,7 @@ class TrainerConfig:
     num_threads: int | None = None  # torch intra-op CPU threads; null: torch's default
     max_steps: int = 50000
     max_epochs: int | None = None
+    max_minutes: float | None = None  # wall-clock budget of this process's training; null: none
     eval_every: int = 500  # steps between dev evaluations
     patience: int | None = 10  # dev evaluations without LAS gain before stopping; null: never
     resume: str | None = None  # a checkpoint path, or "last" (this run directory's latest)

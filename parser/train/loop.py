@@ -181,6 +181,7 @@ class Trainer:
         params = [p for p in self.model.parameters() if p.requires_grad]
         clip = float(self.cfg.optim.clip_norm)
         window = {"time": time.perf_counter(), "sentences": 0, "tokens": 0}
+        self._started, self._start_step = time.monotonic(), self.state.step
         self.model.train()
         bar = tqdm(total=trainer.max_steps, initial=self.state.step, disable=not trainer.progress or not self.dist.is_main,
                    desc="train", dynamic_ncols=True, leave=False)
@@ -226,6 +227,14 @@ class Trainer:
         trainer = self.cfg.trainer
         if self.state.stopped_early or self.state.step >= trainer.max_steps:
             return True
+        checks_clock = self.state.step % trainer.log_every == 0 and self.state.step > self._start_step
+        if trainer.max_minutes is not None and checks_clock:
+            # rank 0's clock decides for all ranks, or DDP would wait on the ones that stopped
+            elapsed = (time.monotonic() - self._started) / 60
+            if self.dist.broadcast_object(elapsed >= trainer.max_minutes):
+                log.info("trainer.max_minutes=%s reached at step %d", trainer.max_minutes,
+                         self.state.step)
+                return True
         return trainer.max_epochs is not None and self.data.stream.epoch >= trainer.max_epochs
 
     def _count_nonfinite(self, kind: str, loss: float) -> None:

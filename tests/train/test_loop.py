@@ -148,3 +148,16 @@ def test_resume_with_corpus_ge_restores_the_expectation_cache(tmp_path):
     _ge_cache(emptied).load_state_dict({"expected": None, "counts": None, "seen": None})
     emptied.fit()
     assert any(not torch.equal(p, q) for p, q in zip(straight.model.parameters(), emptied.model.parameters()))
+
+
+def test_time_budget_stops_training_and_still_checkpoints(tmp_path):
+    # a budget already spent: training stops at the first check (every log_every steps), and the
+    # end checkpoint is still written, so the final evaluation has a model to score
+    trainer = Trainer(tiny_config("trainer.max_steps=100", "trainer.max_minutes=0",
+                                  "trainer.log_every=4"), run_dir=tmp_path)
+    state = trainer.fit()
+    assert state.step == 4
+    assert list((tmp_path / "checkpoints").glob("*.pt"))
+    budget = Trainer(tiny_config("trainer.max_steps=12", "trainer.max_minutes=60",
+                                 "trainer.log_every=4"), run_dir=tmp_path / "b")
+    assert budget.fit().step == 12  # an unspent budget changes nothing
