@@ -20,6 +20,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
 __all__ = [
+    "Average",
     "Config",
     "DataConfig",
     "Decay",
@@ -64,6 +65,11 @@ class Distributed(str, Enum):
 class OptimName(str, Enum):
     adam = "adam"
     adamw = "adamw"
+
+
+class Average(str, Enum):
+    ema = "ema"  # exponential moving average of the weights, bias-corrected
+    uniform = "uniform"  # the mean of the weights after every step (averaged perceptron)
 
 
 class Decay(str, Enum):
@@ -162,6 +168,9 @@ class OptimConfig:
     decay_rate: float = 0.75  # exponential: multiply lr by this every decay_steps
     decay_steps: int = 5000
     clip_norm: float = 5.0  # gradient norm clipping; <= 0 disables
+    # Dev evaluation and checkpoints use averaged weights (parser.train.averaging); null: raw.
+    average: Average | None = None
+    ema_decay: float = 0.999
 
 
 @dataclass

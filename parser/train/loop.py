@@ -27,6 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from parser.data.vocab import Vocabularies
+from parser.train.averaging import build_average, restore_average, swapped_in
 from parser.train.checkpoint import CheckpointManager, capture_rng, restore_rng
 from parser.train.components import build_training_objective, resolve_resume
 from parser.train.data import TrainingData, load_training_data
@@ -103,6 +104,9 @@ class Trainer:
             cfg.objective.terms, vocabs=self.vocabs, labeled=self.data.labeled, device=self.device
         ))
         self.optimizer = build_optimizer(self.model.parameters(), cfg.optim)
+        # Averaged weights for evaluation and checkpoints (optim.average); None: the raw ones.
+        self.average = build_average(self.model, kind=cfg.optim.get("average"),
+                                     decay=cfg.optim.get("ema_decay", 0.999))
         self.scheduler = build_scheduler(self.optimizer, cfg.optim, total_steps=trainer.max_steps)
         self.state = TrainState()
         self.rel_universal = self.vocabs.rel_universal_ids()
@@ -129,6 +133,7 @@ class Trainer:
             "rng": capture_rng(),
             "config": OmegaConf.to_container(self.cfg, resolve=True, enum_to_str=True),
             "vocabs": self.vocabs.state_dict(),
+            "average": None if self.average is None else self.average.state_dict(),
         }
 
     def _objective_state(self) -> dict[str, Any]:
@@ -145,6 +150,7 @@ class Trainer:
                 f"run's {current}; resume with the same model options"
             )
         self.model.load_state_dict(state["model"])
+        restore_average(self.average, state.get("average"))  # raw weights back into the model
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.data.stream.load_state_dict(state["stream"])
@@ -205,6 +211,8 @@ class Trainer:
                 else:
                     self.optimizer.step()
                     self._check_parameters(params)
+                    if self.average is not None:
+                        self.average.update()
                     self.scheduler.step()
                     self.optimizer.zero_grad(set_to_none=True)
                     self.state.nonfinite_in_row = 0
@@ -306,7 +314,12 @@ class Trainer:
     # -- evaluation -----------------------------------------------------------------------------
 
     def evaluate_and_checkpoint(self) -> dict | None:
-        """Dev scores, early-stopping bookkeeping, ``best.pt`` on a gain, a periodic checkpoint."""
+        """Dev scores, early-stopping bookkeeping, ``best.pt`` on a gain, a periodic checkpoint;
+        with ``optim.average`` all of it on the averaged weights (the raw ones saved beside)."""
+        with swapped_in(self.average):
+            return self._evaluate_and_checkpoint()
+
+    def _evaluate_and_checkpoint(self) -> dict | None:
         scores = self.dist.on_main(self.evaluate_dev)  # rank 0 parses; all ranks get the scores
         gained = False
         if scores is not None:
