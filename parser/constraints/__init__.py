@@ -52,12 +52,20 @@ def load_constraints(
 ) -> ConstraintSet:
     """A constraint set bound to ``upos_names`` (the UPOS vocabulary, id -> name).
 
-    name_or_path: a built-in set name (``ud_universal``), ``oracle``, or a YAML file path.
+    name_or_path: a built-in set name (``ud_universal``), ``oracle``, a YAML file path, or several
+                  of these (not ``oracle``) joined by ``+`` (``ud_universal+locality``): their
+                  constraints in that order.
     heads, upos:  for ``oracle`` only: the labeled sentences to estimate targets from (see
                   ``oracle_constraints``); UPOS as names or ids into ``upos_names``.
     top_k:        for ``oracle``: how many patterns to keep.
     """
     name = str(name_or_path)
+    if "+" in name and not Path(name).is_file():
+        parts = [part.strip() for part in name.split("+")]
+        if "oracle" in parts or "" in parts:
+            raise ValueError(f"constraint set {name!r}: join built-in sets or files with '+' (not oracle)")
+        joined = [c for part in parts for c in load_constraints(part, upos_names).constraints]
+        return ConstraintSet(joined, upos_names, source=name)
     if name == "oracle":
         if heads is None or upos is None:
             raise ValueError("load_constraints('oracle') needs the labeled sentences: pass heads= and upos=")

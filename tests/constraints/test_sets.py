@@ -77,3 +77,16 @@ def test_oracle_input_errors():
         oracle_constraints([[5]], [["VERB"]])
     with pytest.raises(ConstraintSpecError, match="no annotated words"):
         oracle_constraints([[-1]], [["VERB"]])
+
+
+def test_sets_joined_with_plus_keep_both_lists_in_order():
+    universal = load_constraints("ud_universal", NAMES).constraints
+    locality = load_constraints("locality", NAMES).constraints
+    joined = load_constraints("ud_universal+locality", NAMES)
+    assert joined.constraints == universal + locality
+    assert joined.source == "ud_universal+locality"
+    assert [c.distance for c in locality] == [(1, 1), (1, 3), (1, 3)]
+    with pytest.raises(ValueError, match="nonexistent"):
+        load_constraints("ud_universal+nonexistent", NAMES)
+    with pytest.raises(ValueError, match="not oracle"):
+        load_constraints("ud_universal+oracle", NAMES)
