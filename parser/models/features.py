@@ -9,6 +9,9 @@ salted per process). Scorers reduce it modulo their table size.
 Feature sources, each shaped to broadcast over ``[B, dep, head]``:
 
 - ``hw``, ``hp``: head word / UPOS, ``[B, 1, N+1]``; ``dw``, ``dp``: dependent's, ``[B, N+1, 1]``;
+- ``hx``, ``dx``: the word's 5-character prefix (the whole form when it is shorter), hashed from
+  its character ids, so it exists for words the vocabulary maps to UNK too; ``hs``, ``ds``: its
+  3-character suffix (-ing, -ed, -ly: some of the verb form and word class UPOS leaves out);
 - ``hp-1``, ``hp+1``, ``dp-1``, ``dp+1``: the UPOS left/right of head or dependent; ``BOUNDARY``
   (``= n_upos``) left of ROOT and right of the last word, so padding never leaks in;
 - ``direction`` (1 when the head is left of its dependent) and ``distance`` (bin of ``|dep-head|``:
@@ -45,7 +48,27 @@ SURROUNDING = (
     ("hp", "hp+1", "dp", "dp+1"),
     ("hp-1", "hp", "dp", "dp+1"),
 )
-ARC_TEMPLATES = UNIGRAM + BIGRAM + SURROUNDING
+# Backed-off surrounding templates: one of the two context tags dropped (as MSTParser does).
+SURROUNDING_BACKOFF = (
+    ("hp", "hp+1", "dp"),
+    ("hp-1", "hp", "dp"),
+    ("hp", "dp-1", "dp"),
+    ("hp", "dp", "dp+1"),
+)
+
+
+def _words_replaced(
+    templates: tuple[tuple[str, ...], ...], by: str
+) -> tuple[tuple[str, ...], ...]:
+    """The templates holding a word, each word replaced by source ``by`` ("x": prefix,
+    "s": suffix)."""
+    swap = {"hw": "h" + by, "dw": "d" + by}
+    return tuple(tuple(swap.get(n, n) for n in t) for t in templates if {"hw", "dw"} & set(t))
+
+
+PREFIX = _words_replaced(UNIGRAM + BIGRAM, by="x")
+SUFFIX = _words_replaced(UNIGRAM + BIGRAM, by="s")
+ARC_TEMPLATES = UNIGRAM + BIGRAM + SURROUNDING + PREFIX + SURROUNDING_BACKOFF + SUFFIX
 # The in-between template (hp, POS of a word strictly between, dp) is numbered after the others.
 BETWEEN_TEMPLATE = len(ARC_TEMPLATES)
 
@@ -75,17 +98,50 @@ def direction_and_distance(
     return direction, distance
 
 
-def arc_sources(words: Tensor, upos: Tensor, lengths: Tensor, *, n_upos: int) -> dict[str, Tensor]:
-    """The word and UPOS sources of the templates (see the module docstring); ``words``/``upos``
-    ``[B, N+1]``, ``lengths`` ``[B]``."""
+PREFIX_LENGTH = 5
+SUFFIX_LENGTH = 3
+
+
+def prefix_ids(chars: Tensor, present: Tensor) -> Tensor:
+    """``[B, N+1]``: a hash of each word's first ``PREFIX_LENGTH`` character ids (PAD-filled
+    when shorter, so a short word's value is its whole form); 0 where ``present`` is False.
+    ``chars`` ``[B, N+1, C]``."""
+    width = chars.shape[-1]
+    if width < PREFIX_LENGTH:
+        chars = F.pad(chars, (0, PREFIX_LENGTH - width))
+    ids = hash_extend(0, *chars[..., :PREFIX_LENGTH].unbind(-1))
+    return ids.masked_fill(~present, 0)
+
+
+def suffix_ids(chars: Tensor, present: Tensor) -> Tensor:
+    """``[B, N+1]``: a hash of each word's last ``SUFFIX_LENGTH`` character ids (PAD in front
+    when shorter); 0 where ``present`` is False. ``chars`` ``[B, N+1, C]``, PAD (0) after each
+    form."""
+    length = (chars != 0).sum(-1, keepdim=True)  # [B, N+1, 1]
+    offsets = torch.arange(-SUFFIX_LENGTH, 0, device=chars.device)
+    index = length + offsets  # [B, N+1, SUFFIX_LENGTH]; negative before the first character
+    last = chars.gather(-1, index.clamp_min(0)).masked_fill(index < 0, 0)
+    ids = hash_extend(1, *last.unbind(-1))
+    return ids.masked_fill(~present, 0)
+
+
+def arc_sources(
+    words: Tensor, upos: Tensor, lengths: Tensor, *, n_upos: int, chars: Tensor | None = None
+) -> dict[str, Tensor]:
+    """The word, prefix and UPOS sources of the templates (see the module docstring);
+    ``words``/``upos`` ``[B, N+1]``, ``chars`` ``[B, N+1, C]`` (None: no prefix sources),
+    ``lengths`` ``[B]``."""
     width = words.shape[1]
     present = torch.arange(width, device=words.device) <= lengths[:, None]
     tags = upos.masked_fill(~present, n_upos)  # BOUNDARY beyond the last word
     boundary = tags.new_full((tags.shape[0], 1), n_upos)
     left = torch.cat([boundary, tags[:, :-1]], dim=1)
     right = torch.cat([tags[:, 1:], boundary], dim=1)
+    named = [("w", words), ("p", upos), ("p-1", left), ("p+1", right)]
+    if chars is not None:
+        named += [("x", prefix_ids(chars, present)), ("s", suffix_ids(chars, present))]
     sources = {}
-    for name, values in (("w", words), ("p", upos), ("p-1", left), ("p+1", right)):
+    for name, values in named:
         sources["h" + name] = values[:, None, :]
         sources["d" + name] = values[:, :, None]
     return sources

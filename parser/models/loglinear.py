@@ -92,7 +92,9 @@ class LogLinearScorer(nn.Module):
         """``[B, dep, head]``; ``direction``, ``distance`` ``[N+1, N+1]`` from
         ``direction_and_distance``."""
         batch_size, width = batch.words.shape
-        sources = arc_sources(batch.words, batch.upos, batch.lengths, n_upos=self.n_upos)
+        sources = arc_sources(
+            batch.words, batch.upos, batch.lengths, n_upos=self.n_upos, chars=batch.chars
+        )
         ids = []
         for template, names in enumerate(ARC_TEMPLATES):  # a loop over templates, not tokens
             plain = hash_values(template, *(sources[name] for name in names))

@@ -8,6 +8,8 @@ from parser.models.features import (
     DISTANCE_EDGES,
     MODULUS,
     MULTIPLIER,
+    PREFIX_LENGTH,
+    SUFFIX_LENGTH,
 )
 
 
@@ -28,13 +30,31 @@ def distance_bin(d: int) -> int:
     return next((i for i, edge in enumerate(DISTANCE_EDGES) if d <= edge), len(DISTANCE_EDGES))
 
 
+def prefix(chars: list[int]) -> int:
+    """The hash of the first PREFIX_LENGTH character ids, PAD (0) filled."""
+    first = (list(chars) + [0] * PREFIX_LENGTH)[:PREFIX_LENGTH]
+    return py_extend(0, *first)
+
+
+def suffix(chars: list[int]) -> int:
+    """The hash of the last SUFFIX_LENGTH character ids, PAD (0) in front when shorter."""
+    form = [c for c in chars if c != 0]
+    last = ([0] * SUFFIX_LENGTH + form)[-SUFFIX_LENGTH:]
+    return py_extend(1, *last)
+
+
 def sources(
-    words: list[int], upos: list[int], n: int, n_upos: int, h: int, d: int
+    words: list[int], upos: list[int], n: int, n_upos: int, h: int, d: int,
+    chars: list[list[int]],
 ) -> dict[str, int]:
     def tag(i: int) -> int:  # BOUNDARY (= n_upos) outside 0..n
         return upos[i] if 0 <= i <= n else n_upos
 
     return {
+        "hx": prefix(chars[h]),
+        "dx": prefix(chars[d]),
+        "hs": suffix(chars[h]),
+        "ds": suffix(chars[d]),
         "hw": words[h],
         "hp": upos[h],
         "hp-1": tag(h - 1),
@@ -47,9 +67,10 @@ def sources(
 
 
 def arc_score(
-    weights: list[float], words: list[int], upos: list[int], n: int, n_upos: int, d: int, h: int
+    weights: list[float], words: list[int], upos: list[int], n: int, n_upos: int, d: int, h: int,
+    chars: list[list[int]],
 ) -> float:
-    src = sources(words, upos, n, n_upos, h, d)
+    src = sources(words, upos, n, n_upos, h, d, chars)
     direction, dist = int(h < d), distance_bin(abs(d - h))
     features = []
     for template, names in enumerate(ARC_TEMPLATES):

@@ -4,7 +4,12 @@ import pytest
 import torch
 
 from parser.models import LogLinearScorer
-from parser.models.features import between_counts, direction_and_distance
+from parser.models.features import (
+    between_counts,
+    direction_and_distance,
+    prefix_ids,
+    suffix_ids,
+)
 from tests.models import reference_features as ref
 from tests.models.batches import (
     N_RELS,
@@ -58,9 +63,10 @@ def test_vectorised_scores_equal_the_per_arc_reference() -> None:
     label_weights = model.label_weights.weight[:, 0].tolist()
     for b, n in enumerate(LENGTHS):
         words, upos = batch.words[b].tolist(), batch.upos[b].tolist()
+        chars = batch.chars[b].tolist()
         for d in range(n + 1):
             for h in range(n + 1):
-                expected = ref.arc_score(arc_weights, words, upos, n, N_UPOS, d, h)
+                expected = ref.arc_score(arc_weights, words, upos, n, N_UPOS, d, h, chars)
                 assert out.arcs[b, d, h].item() == pytest.approx(expected, rel=1e-5, abs=1e-4)
                 for rel in range(N_RELS):
                     expected = ref.label_score(label_weights, words, upos, d, h, rel)
@@ -128,3 +134,23 @@ def test_bad_input_names_the_tensor() -> None:
         )
     with pytest.raises(ValueError, match="n_buckets"):
         LogLinearScorer(n_words=N_WORDS, n_upos=N_UPOS, n_rels=1, n_buckets=0)
+
+
+def test_prefix_and_suffix_sources_by_hand() -> None:
+    # One sentence: ROOT, a 7-character word, a 2-character word; then a padding position.
+    chars = torch.tensor([[[2, 0, 0, 0, 0, 0, 0], [5, 6, 7, 8, 9, 10, 11], [4, 3, 0, 0, 0, 0, 0],
+                           [9, 9, 9, 0, 0, 0, 0]]])
+    present = torch.tensor([[True, True, True, False]])
+    prefixes, suffixes = prefix_ids(chars, present), suffix_ids(chars, present)
+    assert prefixes[0].tolist() == [
+        ref.py_extend(0, 2, 0, 0, 0, 0), ref.py_extend(0, 5, 6, 7, 8, 9),
+        ref.py_extend(0, 4, 3, 0, 0, 0), 0,
+    ]
+    assert suffixes[0].tolist() == [
+        ref.py_extend(1, 0, 0, 2), ref.py_extend(1, 9, 10, 11), ref.py_extend(1, 0, 4, 3), 0,
+    ]
+    # Words sharing a prefix (or suffix) share the value: 5 characters are enough.
+    longer = torch.tensor([[[5, 6, 7, 8, 9, 1, 9, 10, 11]]])
+    one = torch.tensor([[True]])
+    assert prefix_ids(longer, one).item() == prefixes[0, 1].item()
+    assert suffix_ids(longer, one).item() == suffixes[0, 1].item()
