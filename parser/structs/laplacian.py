@@ -20,7 +20,6 @@ Smith 2009, eq. 3).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 
 import torch
@@ -36,7 +35,6 @@ DEFAULT_TOLERANCE = 1e-9
 EPS64 = torch.finfo(torch.float64).eps
 
 
-@dataclass(frozen=True)
 class LaplacianFactors:
     """What the fast path computes, all float64.
 
@@ -44,37 +42,79 @@ class LaplacianFactors:
     inverse: ``[B, N, N]`` inverse of the (Koo) Laplacian, rows/columns = words 1..N.
     log_z:   ``[B]`` log partition; ``-inf`` when no tree is allowed.
     marginals: ``[B, dep, head]`` arc marginals, exactly 0 off arcs.
-    trusted: ``[B]`` bool, False where the LU result may be inexact (ill-conditioned Laplacian).
+    trusted: ``[B]`` bool, False where the LU result may be inexact (ill-conditioned Laplacian);
+    all_trusted: the same for the whole batch, one Python bool.
     entropy: ``[B]`` ``log_z - sum(marginals * scores)`` as the trust test computed it (detached;
     the tree entropy wherever ``trusted``).
     single_root: the root constraint the Laplacian encodes.
+
+    The word rows ``[B, N, N+1]`` are what the fast path computes; the full-shape ``weights`` and
+    ``marginals`` (row 0 added) are built on first use, since log Z and entropy never need them.
     """
 
-    weights: Tensor
-    inverse: Tensor
-    log_z: Tensor
-    marginals: Tensor
-    trusted: Tensor
-    single_root: bool
-    entropy: Tensor
+    __slots__ = ("_marginals", "_terms", "_trusted", "_weights", "all_trusted", "entropy", "inverse",
+                 "log_z", "marginal_rows", "single_root", "tolerance", "weight_rows")
+
+    def __init__(self, weight_rows: Tensor, inverse: Tensor, log_z: Tensor, marginal_rows: Tensor,
+                 terms: Tensor, entropy: Tensor, *, single_root: bool, tolerance: float) -> None:
+        self.weight_rows, self.inverse, self.log_z = weight_rows, inverse, log_z
+        self.marginal_rows, self.entropy, self.single_root = marginal_rows, entropy, single_root
+        self.tolerance = tolerance
+        self._terms = terms
+        self._weights = self._marginals = self._trusted = None
+        # One reduction and one sync for the common all-trusted case (NaN compares False).
+        self.all_trusted = bool(float(terms.amax()) <= tolerance) if terms.numel() else True
+
+    @property
+    def trusted(self) -> Tensor:
+        if self._trusted is None:
+            self._trusted = (self._terms <= self.tolerance).all(-1)
+        return self._trusted
+
+    @property
+    def weights(self) -> Tensor:
+        if self._weights is None:
+            self._weights = _with_row_zero(self.weight_rows)
+        return self._weights
+
+    @property
+    def marginals(self) -> Tensor:
+        if self._marginals is None:
+            self._marginals = _with_row_zero(self.marginal_rows)
+        return self._marginals
+
+
+def _with_row_zero(rows: Tensor) -> Tensor:
+    """``[B, N, N+1]`` word rows -> ``[B, N+1, N+1]`` with a zero ROOT row."""
+    return torch.constant_pad_nd(rows, (0, 0, 1, 0))  # the aten op: no Python wrapper per call
+
+
+class _Constants:
+    """Per-size constants (cached; never written to)."""
+
+    def __init__(self, size: int, device: torch.device) -> None:
+        n = size - 1
+        self.positions = torch.arange(size, device=device)  # [S]
+        self.word_positions = self.positions.narrow(0, 1, n)  # [N]: 1..N
+        self.pivot_positions = torch.arange(1, size, dtype=torch.int32, device=device)  # LAPACK's
+        arcs = ~torch.eye(size, dtype=torch.bool, device=device)
+        arcs[0] = False
+        self.arcs = arcs  # [S, S] arc mask of an unpadded sentence
+        self.eye = torch.eye(n, dtype=torch.float64, device=device)  # [N, N]
+        not_first = torch.ones(n, 1, dtype=torch.float64, device=device)
+        not_first[0] = 0.0
+        self.not_first = not_first  # [N, 1]
+        self.one = torch.ones((), dtype=torch.float64, device=device)
 
 
 @lru_cache(maxsize=64)
-def _constants(size: int, device: torch.device) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """Per-size constants (cached; never written to): ``positions [S]``, ``arcs [S, S]`` (the
-    arc mask of an unpadded sentence), ``eye [N, N]`` float64, ``not_first [N, 1]`` float64."""
-    positions = torch.arange(size, device=device)
-    arcs = ~torch.eye(size, dtype=torch.bool, device=device)
-    arcs[0] = False
-    eye = torch.eye(size - 1, dtype=torch.float64, device=device)
-    not_first = torch.ones(size - 1, 1, dtype=torch.float64, device=device)
-    not_first[0] = 0.0
-    return positions, arcs, eye, not_first
+def _constants(size: int, device: torch.device) -> _Constants:
+    return _Constants(size, device)
 
 
 def word_mask(lengths: Tensor, size: int) -> Tensor:
     """``[B, N+1]`` True on real words (positions ``1..lengths[b]``)."""
-    positions = _constants(size, lengths.device)[0]
+    positions = _constants(size, lengths.device).positions
     return (positions > 0) & (positions <= lengths[:, None])
 
 
@@ -83,11 +123,11 @@ def arc_mask(lengths: Tensor, size: int, *, padded: bool = True) -> Tensor:
 
     ``padded=False`` promises ``lengths == size - 1`` everywhere: a broadcast cached mask.
     """
-    positions, arcs, _, _ = _constants(size, lengths.device)
+    constants = _constants(size, lengths.device)
     if not padded:
-        return arcs.expand(lengths.shape[0], size, size)
-    heads = positions <= lengths[:, None]  # ROOT and words
-    return heads[:, :, None] & heads[:, None, :] & arcs
+        return constants.arcs.expand(lengths.shape[0], size, size)
+    heads = constants.positions <= lengths[:, None]  # ROOT and words
+    return heads[:, :, None] & heads[:, None, :] & constants.arcs
 
 
 def matrix_tree(
@@ -104,86 +144,103 @@ def matrix_tree(
     sentence fills the tensor (skips the padding bookkeeping).
     """
     size = scores.shape[-1]
-    positions, _, eye, not_first = _constants(size, scores.device)
-    # Padding rows and row 0 are all -inf: their shift becomes 0 and their weights 0.
     n = size - 1
-    # Per-op overhead dominates small sentences: narrow/select/unsqueeze, not tuple indexing.
-    shift = torch.nan_to_num(scores.detach().amax(-1), neginf=0.0)
-    weights = torch.exp(scores - shift.unsqueeze(-1))
-    body = weights.narrow(1, 1, n)
-    words, root = body.narrow(2, 1, n), body.select(2, 0)
+    constants = _constants(size, scores.device)
+    # Per-op overhead dominates small sentences: everything works on the word rows [B, N, N+1]
+    # (row 0 is all -inf), with narrow/select views rather than tuple indexing.
+    rows = scores.narrow(1, 1, n)
+    # Padding rows are all -inf: their shift becomes 0 and their weights 0.
+    shift = torch.nan_to_num(rows.detach().amax(-1), neginf=0.0)  # [B, N]
+    weights = torch.exp(rows - shift.unsqueeze(-1))  # [B, dep word, head]
+    words, root = weights.narrow(2, 1, n), weights.select(2, 0)
     incoming = words.sum(-1) if single_root else words.sum(-1) + root
     lap = -words  # rows: dependents; the diagonal of ``words`` is 0
     # Padding words get a 1 on the diagonal so the determinant is that of the real block.
-    real = lengths.unsqueeze(-1) >= positions.narrow(0, 1, n) if padded else None  # [B, N] words
+    real = lengths.unsqueeze(-1) >= constants.word_positions if padded else None  # [B, N] words
     if real is not None:
-        incoming = torch.where(real, incoming, 1.0)
+        incoming = torch.where(real, incoming, constants.one)
     lap.diagonal(dim1=-2, dim2=-1).copy_(incoming)
     if single_root:
         lap.select(2, 0).copy_(root)  # Koo et al.: word 1's column holds the ROOT weights
 
     lu, pivots, _ = torch.linalg.lu_factor_ex(lap)
-    log_z = lu.diagonal(dim1=-2, dim2=-1).abs().log().sum(-1) + shift.sum(-1)
+    diag_u = lu.diagonal(dim1=-2, dim2=-1)
+    log_z = (diag_u.abs().log() + shift).sum(-1)
     if lap.requires_grad:  # inv's backward is two products; lu_solve's goes back through the LU
         inverse = torch.linalg.inv_ex(lap)[0]
     else:
-        inverse = torch.linalg.lu_solve(lu, pivots, eye.expand_as(lap))
-    marginals = weights * _coefficients(inverse, not_first, single_root=single_root)
-    checked = (lap, inverse, lu, marginals, scores, log_z)
+        inverse = torch.linalg.lu_solve(lu, pivots, constants.eye.expand_as(lap))
+    marginal_rows = weights * _coefficients(inverse, constants.not_first, single_root=single_root)
+    checked = (lap, inverse, diag_u, marginal_rows, rows, log_z)
     if scores.requires_grad:  # the test is not differentiated; detach only when there is a graph
         checked = tuple(t.detach() for t in checked)
-    trusted, entropy = _trusted(*checked[:3], pivots, *checked[3:], real, tolerance)
-    return LaplacianFactors(weights, inverse, log_z, marginals, trusted, single_root, entropy)
+    terms, entropy = _trust_terms(*checked[:3], pivots, *checked[3:], real, constants, tolerance)
+    return LaplacianFactors(weights, inverse, log_z, marginal_rows, terms, entropy,
+                            single_root=single_root, tolerance=tolerance)
 
 
 def _coefficients(inverse: Tensor, not_first: Tensor, *, single_root: bool) -> Tensor:
-    """``[B, dep, head]`` with ``mu = weights * coefficients``: ``u_(d,h)^T B e_d``.
+    """``[B, dep word, head]`` with ``mu = weights * coefficients``: ``u_(d,h)^T B e_d``.
 
     Word heads: ``B[d, d] - B[h, d]`` (single-root: the terms of word 1 dropped, its column holds
-    the ROOT weights); ROOT: ``B[1, d]`` (single-root) or ``B[d, d]``; row 0 is 0.
+    the ROOT weights); ROOT: ``B[1, d]`` (single-root) or ``B[d, d]``.
     """
     # Zeroing row 1 of B drops word 1's terms from both B[d, d] and B[h, d] in one op.
     kept = inverse * not_first if single_root else inverse
     diag = kept.diagonal(dim1=-2, dim2=-1)  # B[d, d]
-    words = diag.unsqueeze(-1) - kept.transpose(-1, -2)  # [d, h]: B[d, d] - B[h, d]
+    words = diag.unsqueeze(-1) - kept.mT  # [d, h]: B[d, d] - B[h, d]
     root_coef = inverse.select(1, 0) if single_root else diag
-    body = torch.cat([root_coef.unsqueeze(-1), words], dim=-1)
-    return torch.constant_pad_nd(body, (0, 0, 1, 0))  # the aten op: no Python wrapper per call
+    return torch.cat([root_coef.unsqueeze(-1), words], dim=-1)
 
 
-def _trusted(lap: Tensor, inverse: Tensor, lu: Tensor, pivots: Tensor, marginals: Tensor,
-             scores: Tensor, log_z: Tensor, real: Tensor | None, tol: float) -> tuple[Tensor, Tensor]:
-    """``([B] bool, [B] entropy)``: the LU result is accurate to ``tol`` (False on NaN or inf),
-    and ``log Z - E[score]`` (the entropy where accurate), which the test needs anyway.
+def _trust_terms(lap: Tensor, inverse: Tensor, diag_u: Tensor, pivots: Tensor, marginal_rows: Tensor,
+                 rows: Tensor, log_z: Tensor, real: Tensor | None, constants: _Constants,
+                 tol: float) -> tuple[Tensor, Tensor]:
+    """``([B, 5] error terms, [B] entropy)``: the LU result is accurate to ``tol`` where every
+    term is ``<= tol`` (NaN fails), and ``log Z - E[score]`` (the entropy where accurate), which
+    the test needs anyway.
 
     LU is backward stable: it is the exact LU of ``M + dM`` with ``|dM| <~ eps N |M|`` while
     the growth stays small, so log Z moves by ``tr(B dM) <= eps N tr(|B| |M|)``, the total size
     of the terms that cancel in the marginals (padding adds 1 per padding word, harmless). That
     bound uses the computed ``B`` and assumes small growth, so it is not enough alone (scores
-    x 100 give trusted-looking wrong results): the marginals must also be a distribution (in
-    [0, 1], each word's summing to 1) and the determinant positive. Even then a determinant can
-    be off by many nats while the marginals are right (scores x 300, measured), so log Z is
-    checked against the entropy's exact bounds: ``0 <= H = log Z - E[score] <= sum_d H(head(d))``
-    (a tree's entropy is at most the sum of its words' head entropies), which pins log Z down
-    exactly where LU struggles, on nearly deterministic sentences.
+    x 100 give trusted-looking wrong results): the marginals must also be a distribution and the
+    determinant positive. The marginals are checked by ``sum mu log mu`` (NaN if one is
+    negative) and each word's sum (with all marginals >= 0, a sum within ``tol`` of 1 also puts
+    each in [0, 1 + tol]). Even then a determinant can be off by many nats while the marginals
+    are right (scores x 300, measured), so log Z is checked against the entropy's exact bounds:
+    ``0 <= H = log Z - E[score] <= sum_d H(head(d))`` (a tree's entropy is at most the sum of
+    its words' head entropies), which pins log Z down exactly where LU struggles, on nearly
+    deterministic sentences.
     """
-    n = lap.shape[-1]
-    # Every check is "error term <= tol", stacked so the test is one comparison (NaN fails);
-    # all float64: a mixed-dtype stack costs more than the conversion.
-    cancelled = (lap.abs() * inverse.abs().transpose(-1, -2)).sum((-1, -2)) * (EPS64 * max(n, 1))
-    rows = marginals.narrow(1, 1, n).sum(-1)
-    residual = (rows - 1.0 if real is None else rows - real.to(rows.dtype)).abs().amax(-1)
-    low, high = torch.aminmax(marginals.flatten(1), dim=-1)
-    positions = _constants(n + 1, lap.device)[0].narrow(0, 1, n)
-    negative = (lu.diagonal(dim1=-2, dim2=-1) < 0).sum(-1) + (pivots != positions).sum(-1)
-    finite_scores = torch.nan_to_num(scores, neginf=0.0)
-    entropy = log_z - (marginals * finite_scores).sum((-1, -2))
-    plogp = torch.xlogy(marginals, marginals).sum((-1, -2))  # -spread; NaN (untrusted) if mu < 0
-    slack = finite_scores.abs().sum((-1, -2)) * tol  # E[score] error from mu's errors (+ tol below)
-    # 0 - slack <= H <= spread + slack, written as terms <= tol like the other checks.
-    terms = torch.stack([cancelled, residual, -low, high - 1.0, (negative % 2).to(log_z.dtype),
-                         -entropy - slack, entropy + plogp - slack], dim=-1)
-    return (terms <= tol).all(-1), entropy
+    cancelled = (lap.abs() * inverse.abs().mT).sum((-1, -2))
+    sums = marginal_rows.sum(-1)  # [B, N]
+    residual = torch.linalg.vector_norm(sums - (1.0 if real is None else real.to(sums.dtype)),
+                                        float("inf"), dim=-1)
+    # det sign: -1 per negative pivot of U and per row swap (LAPACK pivots >= their row).
+    det_sign = torch.where(pivots != constants.pivot_positions, -diag_u, diag_u).sign().prod(-1)
+    finite = torch.nan_to_num(rows, neginf=0.0)
+    entropy = log_z - (marginal_rows * finite).sum((-1, -2))
+    plogp = torch.xlogy(marginal_rows, marginal_rows).sum((-1, -2))  # -spread; NaN if mu < 0
+    score_size = torch.linalg.vector_norm(finite, 1, dim=(-1, -2))  # E[score] error per mu error
+    # Every term is a linear combination of these: one product instead of an op per term.
+    parts = torch.stack([cancelled, residual, det_sign, entropy, score_size, plogp], dim=-1)
+    return parts @ _term_matrix(lap.shape[-1], tol, lap.device), entropy
+
+
+@lru_cache(maxsize=256)
+def _term_matrix(n: int, tol: float, device: torch.device) -> Tensor:
+    """``[6, 5]``: (cancelled, residual, det sign, H, sum |score|, sum mu log mu) -> the error
+    terms ``eps N cancelled``, ``residual``, ``-sign``, ``-H - slack``, ``H - slack - spread``
+    (``slack = tol sum |score|``; ``0 - slack <= H <= spread + slack`` in the ``<= tol`` form)."""
+    matrix = torch.zeros(6, 5, dtype=torch.float64)
+    matrix[0, 0] = EPS64 * max(n, 1)
+    matrix[1, 1] = 1.0
+    matrix[2, 2] = -1.0
+    matrix[3, 3], matrix[3, 4] = -1.0, 1.0
+    matrix[4, 3] = matrix[4, 4] = -tol
+    matrix[5, 4] = 1.0
+    return matrix.to(device)
 
 
 def arc_rows(factors: LaplacianFactors) -> Tensor:

@@ -12,7 +12,6 @@ where that is not provably accurate are recomputed exactly by log-space eliminat
 
 from __future__ import annotations
 
-from functools import cached_property
 from typing import ClassVar
 
 import torch
@@ -32,6 +31,22 @@ from parser.structs.log_elimination import (
 __all__ = ["TreeCRF"]
 
 NEG_INF = float("-inf")
+
+
+class _cached:  # noqa: N801 - used like functools.cached_property
+    """``functools.cached_property`` without its lock: Python 3.11 takes one on every first
+    access, a per-call cost for these one-shot objects. Not thread-safe (nor are tensors)."""
+
+    def __init__(self, fn) -> None:
+        self.fn = fn
+        self.name = fn.__name__
+        self.__doc__ = fn.__doc__
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        value = obj.__dict__[self.name] = self.fn(obj)
+        return value
 
 
 def _check_scores(scores: Tensor, lengths: Tensor) -> bool:
@@ -100,17 +115,17 @@ class TreeCRF(Distribution):
         super().__init__(torch.Size([scores.shape[0]]), torch.Size([size]), validate_args=False)
 
     # ----------------------------------------------------------------- masks and scores
-    @cached_property
+    @_cached
     def arc_mask(self) -> Tensor:
         """``[B, dep, head]`` bool: real arcs (word dep; ROOT or other word head)."""
         return arc_mask(self.lengths, self.scores.shape[1], padded=self._padded)
 
-    @cached_property
+    @_cached
     def labeled_scores(self) -> Tensor:
         """Labeled scores ``[B, dep, head, L]`` with -inf off arcs (labeled CRFs only)."""
         return torch.where(self.arc_mask[..., None], self.scores, NEG_INF)
 
-    @cached_property
+    @_cached
     def arc_scores(self) -> Tensor:
         """``[B, dep, head]`` arc scores (log-sum-exp over labels), -inf off arcs."""
         if self.labeled:
@@ -118,25 +133,24 @@ class TreeCRF(Distribution):
         return torch.where(self.arc_mask, self.scores, NEG_INF)
 
     # ----------------------------------------------------------------- log Z and marginals
-    @cached_property
+    @_cached
     def _scores64(self) -> Tensor:
         """``arc_scores`` in float64."""
         return _as(self.arc_scores, torch.float64)
 
-    @cached_property
+    @_cached
     def _factors(self) -> LaplacianFactors:
         scores64 = self._scores64
         tolerance = laplacian.TOLERANCE.get(self.scores.dtype, laplacian.DEFAULT_TOLERANCE)
         return matrix_tree(scores64, self.lengths, single_root=self.single_root, tolerance=tolerance,
                            padded=self._padded)
 
-    @cached_property
+    @_cached
     def _partition(self) -> tuple[Tensor, Tensor]:
         """``(log Z [B], arc marginals [B, dep, head])`` in float64, robust path merged in."""
         factors = self._factors
         log_z, marginals = factors.log_z, factors.marginals
-        self._all_trusted = bool(factors.trusted.all())
-        if self._all_trusted:
+        if factors.all_trusted:
             return log_z, marginals
         bad = (~factors.trusted).nonzero().squeeze(1)
         if bad.numel():
@@ -156,20 +170,20 @@ class TreeCRF(Distribution):
             marginals = marginals.index_copy(0, bad, sub_mu)
         return log_z, marginals
 
-    @cached_property
+    @_cached
     def _calm_factors(self) -> LaplacianFactors:
         """The fast path with untrusted sentences' scores set to 0 when there is a graph (their
         values are replaced by the exact path; this keeps NaN out of the LU's backward)."""
         factors = self._factors
         scores64 = self._scores64
-        if bool(factors.trusted.all()) or not (torch.is_grad_enabled() and scores64.requires_grad):
+        if factors.all_trusted or not (torch.is_grad_enabled() and scores64.requires_grad):
             return factors
         calm = torch.zeros_like(scores64).masked_fill(~self.arc_mask, NEG_INF)
         kept = torch.where(factors.trusted[:, None, None], scores64, calm)
         tolerance = laplacian.TOLERANCE.get(self.scores.dtype, laplacian.DEFAULT_TOLERANCE)
         return matrix_tree(kept, self.lengths, single_root=self.single_root, tolerance=tolerance)
 
-    @cached_property
+    @_cached
     def _untrusted(self) -> Tensor:
         """``[K]`` indices of the sentences computed by the exact (elimination) path."""
         return (~self._factors.trusted).nonzero().squeeze(1)
@@ -177,21 +191,24 @@ class TreeCRF(Distribution):
     @property
     def log_partition(self) -> Tensor:
         """``[B]`` log Z (over labeled trees when labeled); -inf when no tree is allowed."""
+        factors = self._factors
+        if factors.all_trusted:  # no marginals needed
+            return _as(factors.log_z, self.scores.dtype)
         return _as(self._partition[0], self.scores.dtype)
 
-    @cached_property
+    @_cached
     def arc_marginals(self) -> Tensor:
         """``[B, dep, head]`` p(head(dep) = head); exactly 0 on padding, row 0 and diagonal."""
         return _as(self._partition[1], self.scores.dtype)
 
-    @cached_property
+    @_cached
     def marginals(self) -> Tensor:
         """Marginals with the shape of ``scores``: arc marginals, or labeled arc marginals."""
         if not self.labeled:
             return self.arc_marginals
         return self.arc_marginals[..., None] * self._label_probs
 
-    @cached_property
+    @_cached
     def _label_probs(self) -> Tensor:
         """``[B, dep, head, L]`` p(label | arc), 0 off arcs."""
         arc = self.arc_scores
@@ -303,9 +320,11 @@ class TreeCRF(Distribution):
 
     def entropy(self) -> Tensor:
         """``[B]`` Shannon entropy (over labeled trees when labeled), O(N^3)."""
+        if not self.labeled and not (torch.is_grad_enabled() and self.scores.requires_grad):
+            factors = self._factors
+            if factors.all_trusted:
+                return _as(factors.entropy, self.scores.dtype)  # the trust test computed it
         marginals, scores = self._weighted()
-        if not self.labeled and self._all_trusted and not (torch.is_grad_enabled() and scores.requires_grad):
-            return _as(self._factors.entropy, self.scores.dtype)  # the trust test computed it
         return _as(self._partition[0] - _expected(marginals, scores), self.scores.dtype)
 
     def cross_entropy(self, other: TreeCRF) -> Tensor:
