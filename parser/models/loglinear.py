@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from parser.data.batch import Batch
+from parser.data.vocab import UNK
 from parser.models.checks import check_batch
 from parser.models.edge_scores import EdgeScores
 from parser.models.features import (
@@ -37,6 +40,12 @@ class LogLinearScorer(nn.Module):
     mapped to UNK by the vocabulary share the UNK word features, so their POS features carry them.
     Labels ``[B, dep, head, L]`` come from a smaller set (see ``LABEL_*``) scored through small
     per-relation tables, so no ``[B, N+1, N+1, L]`` id tensor is ever built.
+
+    ``word_dropout``: in training, each word is read as UNK (word id ``UNK``, characters one
+    ``UNK``) with this probability, so its word, prefix and suffix features are all replaced by
+    the unknown word's; the POS and unknown-word features then learn to carry arcs on their own
+    (Sutton et al.'s weight undertraining: rare lexical features otherwise explain the training
+    trees alone).
     """
 
     def __init__(
@@ -48,8 +57,12 @@ class LogLinearScorer(nn.Module):
         n_buckets: int = 2**22,
         n_label_buckets: int = 2**20,
         sparse: bool = False,
+        word_dropout: float = 0.0,
     ) -> None:
         super().__init__()
+        if not 0.0 <= word_dropout < 1.0:
+            raise ValueError(f"word_dropout={word_dropout}: must lie in [0, 1)")
+        self.word_dropout = word_dropout
         for name, value in (("n_words", n_words), ("n_upos", n_upos)):
             if value < 3:
                 raise ValueError(f"{name}={value}: a vocabulary holds at least PAD, UNK and ROOT")
@@ -69,6 +82,8 @@ class LogLinearScorer(nn.Module):
     def forward(self, batch: Batch) -> EdgeScores:
         """arcs ``[B, dep, head]``; labels ``[B, dep, head, L]`` or ``None``."""
         check_batch(batch, n_words=self.n_words, n_upos=self.n_upos)
+        if self.training and self.word_dropout > 0:
+            batch = self._drop_words(batch)
         direction, distance = direction_and_distance(
             batch.words.shape[1], device=batch.words.device
         )
@@ -77,6 +92,16 @@ class LogLinearScorer(nn.Module):
         if self.label_weights is not None:
             labels = self.label_scores(batch, direction=direction, distance=distance)
         return EdgeScores(arcs=arcs, labels=labels)
+
+    def _drop_words(self, batch: Batch) -> Batch:
+        """A copy of ``batch`` with each real word read as UNK with probability ``word_dropout``."""
+        drop = torch.rand(batch.words.shape, device=batch.words.device) < self.word_dropout
+        drop &= batch.word_mask
+        words = batch.words.masked_fill(drop, UNK)
+        unknown = torch.zeros_like(batch.chars[0, 0])
+        unknown[0] = UNK
+        chars = torch.where(drop[..., None], unknown, batch.chars)
+        return replace(batch, words=words, chars=chars)
 
     def _lookup(self, table: nn.Embedding, ids: list[Tensor]) -> list[Tensor]:
         """The weights of each id tensor, keeping its shape. One embedding call for all of them:

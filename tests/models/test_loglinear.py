@@ -154,3 +154,30 @@ def test_prefix_and_suffix_sources_by_hand() -> None:
     one = torch.tensor([[True]])
     assert prefix_ids(longer, one).item() == prefixes[0, 1].item()
     assert suffix_ids(longer, one).item() == suffixes[0, 1].item()
+
+
+def test_word_dropout_reads_dropped_words_as_unknown_only_in_training() -> None:
+    model = random_model(seed=11)
+    dropping = LogLinearScorer(n_words=N_WORDS, n_upos=N_UPOS, n_rels=N_RELS, n_buckets=4099,
+                               n_label_buckets=1031, word_dropout=0.999999)
+    dropping.load_state_dict(model.state_dict())
+    batch = random_batch(LENGTHS, seed=12)
+    with torch.no_grad():
+        dropping.eval()  # evaluation: every word read as itself
+        assert torch.equal(dropping(batch).arcs, model(batch).arcs)
+        dropping.train()
+        dropped = dropping(batch)
+    # Every real word read as UNK (id 1) with characters [UNK, PAD, ...]; ROOT kept.
+    words, chars = batch.words.clone(), batch.chars.clone()
+    real = batch.word_mask
+    words[real] = 1
+    chars[real] = 0
+    chars[..., 0][real] = 1
+    unknown = type(batch)(words=words, chars=chars, upos=batch.upos, lengths=batch.lengths)
+    with torch.no_grad():
+        expected = model(unknown)
+    assert torch.equal(dropped.arcs, expected.arcs) and torch.equal(dropped.labels, expected.labels)
+    assert not torch.equal(dropped.arcs, model(batch).arcs.detach())
+    assert torch.equal(batch.words, random_batch(LENGTHS, seed=12).words)  # caller's batch kept
+    with pytest.raises(ValueError, match="word_dropout"):
+        LogLinearScorer(n_words=N_WORDS, n_upos=N_UPOS, n_rels=0, word_dropout=1.0)
