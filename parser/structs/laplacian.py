@@ -20,12 +20,13 @@ Smith 2009, eq. 3).
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 import torch
 from torch import Tensor
 
-__all__ = ["LaplacianFactors", "arc_mask", "arc_rows", "covariance", "matrix_tree", "pairwise_marginals"]
+__all__ = ["Factorization", "LaplacianFactors", "arc_mask", "arc_rows", "covariance", "matrix_tree", "pairwise_marginals"]
 
 # A sentence is trusted when its float64 marginals are this close to a distribution and the
 # rounding error LU can make (eps * N * size of the cancelled terms) is below it. Results are
@@ -48,27 +49,31 @@ class LaplacianFactors:
     the tree entropy wherever ``trusted``).
     single_root: the root constraint the Laplacian encodes.
 
-    The word rows ``[B, N, N+1]`` are what the fast path computes; the full-shape ``weights`` and
-    ``marginals`` (row 0 added) are built on first use, since log Z and entropy never need them.
+    The fast path computes word rows ``[B, N, N+1]`` and ``solved`` (see :func:`matrix_tree`);
+    the full-shape ``weights`` and ``marginals`` (row 0 added) and ``inverse`` are built on first
+    use, since log Z and entropy never need them.
     """
 
-    __slots__ = ("_marginals", "_terms", "_trusted", "_weights", "all_trusted", "entropy", "inverse",
-                 "log_z", "marginal_rows", "single_root", "tolerance", "weight_rows")
+    __slots__ = ("_inverse", "_marginals", "_trusted", "_weights", "all_trusted", "entropy", "log_z",
+                 "marginal_rows", "single_root", "solved", "weight_rows")
 
-    def __init__(self, weight_rows: Tensor, inverse: Tensor, log_z: Tensor, marginal_rows: Tensor,
-                 terms: Tensor, entropy: Tensor, *, single_root: bool, tolerance: float) -> None:
-        self.weight_rows, self.inverse, self.log_z = weight_rows, inverse, log_z
+    def __init__(self, weight_rows: Tensor, solved: Tensor, log_z: Tensor, marginal_rows: Tensor,
+                 trusted: Tensor | bool, entropy: Tensor, *, single_root: bool,
+                 inverse: Tensor | None = None) -> None:
+        self.weight_rows, self.solved, self.log_z = weight_rows, solved, log_z
         self.marginal_rows, self.entropy, self.single_root = marginal_rows, entropy, single_root
-        self.tolerance = tolerance
-        self._terms = terms
-        self._weights = self._marginals = self._trusted = None
-        # One reduction and one sync for the common all-trusted case (NaN compares False).
-        self.all_trusted = bool(float(terms.amax()) <= tolerance) if terms.numel() else True
+        self._inverse = inverse
+        self._weights = self._marginals = None
+        if isinstance(trusted, bool):  # one sentence, tested in Python
+            self.all_trusted, self._trusted = trusted, None
+        else:
+            self._trusted = trusted
+            self.all_trusted = bool(trusted.all()) if trusted.numel() else True
 
     @property
     def trusted(self) -> Tensor:
         if self._trusted is None:
-            self._trusted = (self._terms <= self.tolerance).all(-1)
+            self._trusted = torch.tensor([self.all_trusted], device=self.log_z.device)
         return self._trusted
 
     @property
@@ -83,31 +88,83 @@ class LaplacianFactors:
             self._marginals = _with_row_zero(self.marginal_rows)
         return self._marginals
 
+    @property
+    def inverse(self) -> Tensor:
+        """``B = M^{-1}`` from ``solved``: its columns y + 1 are ``-B^T`` (single-root: word 1's
+        row of B is zeroed there and column 0 holds it)."""
+        if self._inverse is None:
+            solved = self.solved
+            if self.single_root:
+                transposed = torch.cat([solved.narrow(2, 0, 1), -solved.narrow(2, 2, solved.shape[2] - 2)], 2)
+            else:
+                transposed = -solved.narrow(2, 1, solved.shape[2] - 1)
+            self._inverse = transposed.mT
+        return self._inverse
+
 
 def _with_row_zero(rows: Tensor) -> Tensor:
     """``[B, N, N+1]`` word rows -> ``[B, N+1, N+1]`` with a zero ROOT row."""
     return torch.constant_pad_nd(rows, (0, 0, 1, 0))  # the aten op: no Python wrapper per call
 
 
+class _Storage:
+    """The constants for every size up to ``capacity`` (sizes count ROOT), in one allocation."""
+
+    def __init__(self, capacity: int, device: torch.device) -> None:
+        n = capacity - 1
+        f64 = {"dtype": torch.float64, "device": device}
+        self.capacity = capacity
+        self.positions = torch.arange(capacity, device=device)
+        self.pivot_positions = torch.arange(1, capacity, dtype=torch.int32, device=device)  # LAPACK's
+        arcs = ~torch.eye(capacity, dtype=torch.bool, device=device)
+        arcs[0] = False
+        self.arcs = arcs
+        # The last word an arc (dep, head) needs, max(dep, head); beyond any length off arcs.
+        reach = torch.maximum(self.positions[:, None], self.positions[None, :])
+        self.reach = reach.masked_fill(~arcs, capacity)
+        self.one = torch.ones((), **f64)
+        self.head_signs = -torch.ones(capacity, **f64)
+        self.head_signs[0] = 1.0
+        multi = torch.cat([torch.zeros(n, 1, **f64), -torch.eye(n, **f64)], 1)
+        single = multi.clone()
+        single[0, 0], single[0, 1] = 1.0, 0.0
+        self.rhs = {False: multi, True: single}
+        self.spread = {False: -torch.ones(capacity, **f64), True: self.head_signs.clamp(max=0.0)}
+        self.comparison_signs = -torch.ones(n, n, **f64)
+        self.comparison_signs.diagonal().fill_(1.0)
+        self.ones_column = torch.ones(n, 1, **f64)
+
+
+_STORAGE: dict[torch.device, _Storage] = {}
+
+
 class _Constants:
-    """Per-size constants (cached; never written to)."""
+    """Per-size constants, views into the device's :class:`_Storage` (top-left blocks), so that
+    caching every size costs no memory per size; never written to."""
 
     def __init__(self, size: int, device: torch.device) -> None:
+        big = _STORAGE.get(device)
+        if big is None or big.capacity < size:  # grows by doubling; old views stay valid
+            big = _STORAGE[device] = _Storage(max(size, 64, 2 * big.capacity if big else 0), device)
         n = size - 1
-        self.positions = torch.arange(size, device=device)  # [S]
-        self.word_positions = self.positions.narrow(0, 1, n)  # [N]: 1..N
-        self.pivot_positions = torch.arange(1, size, dtype=torch.int32, device=device)  # LAPACK's
-        arcs = ~torch.eye(size, dtype=torch.bool, device=device)
-        arcs[0] = False
-        self.arcs = arcs  # [S, S] arc mask of an unpadded sentence
-        self.eye = torch.eye(n, dtype=torch.float64, device=device)  # [N, N]
-        not_first = torch.ones(n, 1, dtype=torch.float64, device=device)
-        not_first[0] = 0.0
-        self.not_first = not_first  # [N, 1]
-        self.one = torch.ones((), dtype=torch.float64, device=device)
+        self.positions = big.positions.narrow(0, 0, size)  # [S]
+        self.word_positions = big.positions.narrow(0, 1, n)  # [N]: 1..N
+        self.pivot_positions = big.pivot_positions.narrow(0, 0, n)  # [N] int32: 1..N
+        self.arcs = big.arcs.narrow(0, 0, size).narrow(1, 0, size)  # [S, S] unpadded arc mask
+        self.reach = big.reach.narrow(0, 0, size).narrow(1, 0, size)  # [S, S] max(dep, head)
+        self.one = big.one
+        # Heads [S]: +1 for ROOT, -1 for words (the Laplacian's off-diagonal signs).
+        self.head_signs = big.head_signs.narrow(0, 0, size)
+        # solved = M^{-T} rhs [N, S]: multi-root [0 | -I]; single-root [e_1 | -I without (1, 1)].
+        self.rhs = {k: v.narrow(0, 0, n).narrow(1, 0, size) for k, v in big.rhs.items()}
+        # coefficients = solved + diag * spread [S]: 0 for ROOT (single-root), -1 elsewhere.
+        self.spread = {k: v.narrow(0, 0, size) for k, v in big.spread.items()}
+        # +1 on the diagonal, -1 off it [N, N]; a column of ones [N, 1].
+        self.comparison_signs = big.comparison_signs.narrow(0, 0, n).narrow(1, 0, n)
+        self.ones_column = big.ones_column.narrow(0, 0, n)
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=1024)
 def _constants(size: int, device: torch.device) -> _Constants:
     return _Constants(size, device)
 
@@ -126,13 +183,88 @@ def arc_mask(lengths: Tensor, size: int, *, padded: bool = True) -> Tensor:
     constants = _constants(size, lengths.device)
     if not padded:
         return constants.arcs.expand(lengths.shape[0], size, size)
-    heads = constants.positions <= lengths[:, None]  # ROOT and words
-    return heads[:, :, None] & heads[:, None, :] & constants.arcs
+    return constants.reach <= lengths[:, None, None]  # one broadcast comparison
+
+
+class Factorization:
+    """One LU of each sentence's (shifted, float64) Laplacian: what log Z needs.
+
+    weights: ``[B, N, N+1]`` word rows of the shifted arc weights; table: the Laplacian in that
+    layout (column h + 1 = word h's column of M, column 0 = ROOT weights); lap: ``[B, N, N]``
+    the Laplacian M itself (a view of ``table``); lu, pivots: LAPACK's LU of it; log_z ``[B]``.
+    """
+
+    __slots__ = ("abs_diag_u", "constants", "diag_u", "log_z", "lu", "pivots", "real", "rows",
+                 "single_root", "table", "weights")
+
+    def __init__(self, scores: Tensor, lengths: Tensor, *, single_root: bool, padded: bool) -> None:
+        size = scores.shape[-1]
+        n = size - 1
+        constants = self.constants = _constants(size, scores.device)
+        self.single_root = single_root
+        # Per-op overhead dominates small sentences: everything works on the word rows
+        # [B, N, N+1] (row 0 is all -inf), with narrow/select views rather than tuple indexing.
+        rows = self.rows = scores.narrow(1, 1, n)
+        shift = (rows.detach() if scores.requires_grad else rows).amax(-1)  # [B, N]
+        if padded:  # padding rows are all -inf: their shift becomes 0 and their weights 0
+            shift = torch.nan_to_num(shift, neginf=0.0)
+        # (Unpadded, a word without any allowed head gets NaN weights: every test fails on NaN.)
+        weights = self.weights = torch.exp(rows - shift.unsqueeze(-1))  # [B, dep word, head]
+        words, root = weights.narrow(2, 1, n), weights.select(2, 0)
+        incoming = words.sum(-1) if single_root else words.sum(-1) + root
+        # Padding words get a 1 on the diagonal so the determinant is that of the real block.
+        real = self.real = lengths.unsqueeze(-1) >= constants.word_positions if padded else None
+        if real is not None:
+            incoming = torch.where(real, incoming, constants.one)
+        # M[d, d] sits at offset 1 of ``table``.
+        table = torch.diagonal_scatter(weights * constants.head_signs, incoming, 1, dim1=-2, dim2=-1)
+        if single_root:
+            table = torch.select_scatter(table, root, 2, 1)  # Koo et al.: word 1's column := ROOT's
+        self.table = table
+        self.lu, self.pivots, _ = torch.linalg.lu_factor_ex(self.lap)
+        self.diag_u = self.lu.diagonal(dim1=-2, dim2=-1)
+        self.abs_diag_u = self.diag_u.abs()
+        self.log_z = (self.abs_diag_u.log() + shift).sum(-1)
+
+    @property
+    def lap(self) -> Tensor:
+        return self.table.narrow(2, 1, self.table.shape[1])
+
+    def log_z_certified(self, tol: float) -> Tensor:
+        """``[B]`` bool: LU's log Z is provably within ``tol`` of the exact log Z, from the
+        factors alone (no inverse). Rigorous where True; False may be wrong (the marginals'
+        test and the exact path then decide).
+
+        LAPACK's LU is the exact LU of ``PM + E`` with ``|E| <= gamma |L||U|`` (Higham, Thm
+        9.3; rounding M's entries adds relative errors of the same order, folded into
+        ``gamma = (2N + 4) u``). Then ``log |det|`` moves by ``|log det(I - G)|`` with
+        ``G = L^-1 E U^-1``: at most ``S / (1 - S)`` where ``S >= sum |lambda(G)|``, and
+        ``S = 1^T |G| 1 <= gamma (|L|^T |L^-1|^T 1) . (|U| |U^-1| 1)`` bounds the nuclear norm.
+        Each vector is bounded with a comparison matrix (Higham, Thm 8.12): ``|T^-1| <= C(T)^-1``
+        (``C(T)``: ``|t_ii|`` on the diagonal, ``-|t_ij|`` off it) and ``|L| = 2I - C(L)``,
+        ``|U| = 2|D| - C(U)``, so ``S <= 4 gamma x . (|D| z)`` with ``C(L)^T x = 1`` and
+        ``C(U) z = 1``: two triangular solves with a vector, sums of positive terms (computed to
+        a few ulps). ``S < 1`` also keeps the determinant's sign; NaN or a zero pivot fails.
+        Rounding ``exp(score - shift)`` moves log Z by at most ``N 750 u`` (the marginals sum
+        to N; larger gaps underflow to exact zeros, which this test, like the rest, takes as
+        the model).
+        """
+        n = self.lu.shape[-1]
+        unit = 2.0**-53
+        gamma = (2 * n + 4) * unit * 1.01
+        limit = (tol - 750 * n * unit) / ((1 + tol) * 4 * gamma)
+        # |LU| with the off-diagonal negated: C(L) strictly below, C(U) on and above. The
+        # matrix is symmetric, so its transpose's (column-major) layout matches LAPACK's.
+        comparison = self.lu.abs() * self.constants.comparison_signs.mT
+        ones = self.constants.ones_column.expand(self.lu.shape[0], n, 1)
+        lower = torch.linalg.solve_triangular(comparison.mT, ones, upper=True, unitriangular=True)
+        upper = torch.linalg.solve_triangular(comparison, ones, upper=True)
+        return torch.linalg.vecdot((lower * upper).squeeze(-1), self.abs_diag_u) <= limit
 
 
 def matrix_tree(
     scores: Tensor, lengths: Tensor, *, single_root: bool, tolerance: float = DEFAULT_TOLERANCE,
-    padded: bool = True,
+    padded: bool = True, factorization: Factorization | None = None,
 ) -> LaplacianFactors:
     """Log partition and marginals of masked float64 ``scores [B, dep, head]`` by LU.
 
@@ -141,64 +273,39 @@ def matrix_tree(
     estimated absolute error of log Z and of each marginal for a sentence to be ``trusted``.
     A sentence with no tree (a word without allowed heads) has a singular Laplacian and is never
     trusted: the caller's exact path returns -inf for it. ``padded=False`` promises that every
-    sentence fills the tensor (skips the padding bookkeeping).
+    sentence fills the tensor (skips the padding bookkeeping). ``factorization``: the LU of
+    these scores when already computed.
     """
-    size = scores.shape[-1]
-    n = size - 1
-    constants = _constants(size, scores.device)
-    # Per-op overhead dominates small sentences: everything works on the word rows [B, N, N+1]
-    # (row 0 is all -inf), with narrow/select views rather than tuple indexing.
-    rows = scores.narrow(1, 1, n)
-    # Padding rows are all -inf: their shift becomes 0 and their weights 0.
-    shift = torch.nan_to_num(rows.detach().amax(-1), neginf=0.0)  # [B, N]
-    weights = torch.exp(rows - shift.unsqueeze(-1))  # [B, dep word, head]
-    words, root = weights.narrow(2, 1, n), weights.select(2, 0)
-    incoming = words.sum(-1) if single_root else words.sum(-1) + root
-    lap = -words  # rows: dependents; the diagonal of ``words`` is 0
-    # Padding words get a 1 on the diagonal so the determinant is that of the real block.
-    real = lengths.unsqueeze(-1) >= constants.word_positions if padded else None  # [B, N] words
-    if real is not None:
-        incoming = torch.where(real, incoming, constants.one)
-    lap.diagonal(dim1=-2, dim2=-1).copy_(incoming)
-    if single_root:
-        lap.select(2, 0).copy_(root)  # Koo et al.: word 1's column holds the ROOT weights
-
-    lu, pivots, _ = torch.linalg.lu_factor_ex(lap)
-    diag_u = lu.diagonal(dim1=-2, dim2=-1)
-    log_z = (diag_u.abs().log() + shift).sum(-1)
+    fact = factorization or Factorization(scores, lengths, single_root=single_root, padded=padded)
+    constants, weights, lap = fact.constants, fact.weights, fact.lap
+    n, size = lap.shape[-1], weights.shape[-1]
+    # solved = M^{-T} rhs [B, d, y]: column y + 1 is -B[y, d] (single-root: 0 for word 1's
+    # row, which column 0 holds instead: B[1, d]), so that one fused op gives every coefficient
+    # u_(d,h)^T B e_d: B[d, d] - B[h, d] for word heads, B[1, d] (single) or B[d, d] for ROOT.
+    rhs = constants.rhs[single_root]
+    inverse = None
     if lap.requires_grad:  # inv's backward is two products; lu_solve's goes back through the LU
         inverse = torch.linalg.inv_ex(lap)[0]
+        solved = inverse.mT @ rhs
     else:
-        inverse = torch.linalg.lu_solve(lu, pivots, constants.eye.expand_as(lap))
-    marginal_rows = weights * _coefficients(inverse, constants.not_first, single_root=single_root)
-    checked = (lap, inverse, diag_u, marginal_rows, rows, log_z)
+        solved = torch.linalg.lu_solve(fact.lu, fact.pivots, rhs.expand(lap.shape[0], n, size),
+                                       adjoint=True)
+    diag = solved.diagonal(1, dim1=-2, dim2=-1).unsqueeze(-1)  # -B[d, d] (single: 0 for word 1)
+    marginal_rows = weights * torch.addcmul(solved, diag, constants.spread[single_root])
+    checked = (fact.table, solved, fact.diag_u, marginal_rows, fact.rows, fact.log_z)
     if scores.requires_grad:  # the test is not differentiated; detach only when there is a graph
         checked = tuple(t.detach() for t in checked)
-    terms, entropy = _trust_terms(*checked[:3], pivots, *checked[3:], real, constants, tolerance)
-    return LaplacianFactors(weights, inverse, log_z, marginal_rows, terms, entropy,
-                            single_root=single_root, tolerance=tolerance)
+    trusted, entropy = _trust(*checked[:3], fact.pivots, *checked[3:], fact.real, constants, tolerance)
+    return LaplacianFactors(weights, solved, fact.log_z, marginal_rows, trusted, entropy,
+                            single_root=single_root, inverse=inverse)
 
 
-def _coefficients(inverse: Tensor, not_first: Tensor, *, single_root: bool) -> Tensor:
-    """``[B, dep word, head]`` with ``mu = weights * coefficients``: ``u_(d,h)^T B e_d``.
-
-    Word heads: ``B[d, d] - B[h, d]`` (single-root: the terms of word 1 dropped, its column holds
-    the ROOT weights); ROOT: ``B[1, d]`` (single-root) or ``B[d, d]``.
-    """
-    # Zeroing row 1 of B drops word 1's terms from both B[d, d] and B[h, d] in one op.
-    kept = inverse * not_first if single_root else inverse
-    diag = kept.diagonal(dim1=-2, dim2=-1)  # B[d, d]
-    words = diag.unsqueeze(-1) - kept.mT  # [d, h]: B[d, d] - B[h, d]
-    root_coef = inverse.select(1, 0) if single_root else diag
-    return torch.cat([root_coef.unsqueeze(-1), words], dim=-1)
-
-
-def _trust_terms(lap: Tensor, inverse: Tensor, diag_u: Tensor, pivots: Tensor, marginal_rows: Tensor,
-                 rows: Tensor, log_z: Tensor, real: Tensor | None, constants: _Constants,
-                 tol: float) -> tuple[Tensor, Tensor]:
-    """``([B, 5] error terms, [B] entropy)``: the LU result is accurate to ``tol`` where every
-    term is ``<= tol`` (NaN fails), and ``log Z - E[score]`` (the entropy where accurate), which
-    the test needs anyway.
+def _trust(table: Tensor, solved: Tensor, diag_u: Tensor, pivots: Tensor, marginal_rows: Tensor,
+           rows: Tensor, log_z: Tensor, real: Tensor | None, constants: _Constants,
+           tol: float) -> tuple[Tensor | bool, Tensor]:
+    """``(trusted [B] bool, or one Python bool for one sentence; entropy [B])``: the LU result
+    is accurate to ``tol`` where every error term is ``<= tol`` (NaN fails); the entropy is
+    ``log Z - E[score]`` (exact where trusted), which the test needs anyway.
 
     LU is backward stable: it is the exact LU of ``M + dM`` with ``|dM| <~ eps N |M|`` while
     the growth stays small, so log Z moves by ``tr(B dM) <= eps N tr(|B| |M|)``, the total size
@@ -213,34 +320,66 @@ def _trust_terms(lap: Tensor, inverse: Tensor, diag_u: Tensor, pivots: Tensor, m
     its words' head entropies), which pins log Z down exactly where LU struggles, on nearly
     deterministic sentences.
     """
-    cancelled = (lap.abs() * inverse.abs().mT).sum((-1, -2))
+    # |M| * |B^T| = |M * B^T|, in the layout of ``table`` and ``solved``: one norm.
+    cancelled = torch.linalg.vector_norm(table * solved, 1, dim=(-1, -2))
     sums = marginal_rows.sum(-1)  # [B, N]
-    residual = torch.linalg.vector_norm(sums - (1.0 if real is None else real.to(sums.dtype)),
-                                        float("inf"), dim=-1)
-    # det sign: -1 per negative pivot of U and per row swap (LAPACK pivots >= their row).
-    det_sign = torch.where(pivots != constants.pivot_positions, -diag_u, diag_u).sign().prod(-1)
+    if real is not None:
+        sums = sums + ~real  # padding words' rows are 0
     finite = torch.nan_to_num(rows, neginf=0.0)
     entropy = log_z - (marginal_rows * finite).sum((-1, -2))
-    plogp = torch.xlogy(marginal_rows, marginal_rows).sum((-1, -2))  # -spread; NaN if mu < 0
+    if log_z.shape[0] == 1:
+        plogp = torch.xlogy(marginal_rows, marginal_rows)  # NaN if mu < 0
+    else:  # xlogy's scalar log costs twice a vectorised log at batch sizes (0 log 0 -> 0 log tiny)
+        plogp = marginal_rows * (marginal_rows + 1e-300).log()  # NaN if mu < -1e-300
+    plogp = plogp.sum((-1, -2))  # -spread
     score_size = torch.linalg.vector_norm(finite, 1, dim=(-1, -2))  # E[score] error per mu error
-    # Every term is a linear combination of these: one product instead of an op per term.
-    parts = torch.stack([cancelled, residual, det_sign, entropy, score_size, plogp], dim=-1)
-    return parts @ _term_matrix(lap.shape[-1], tol, lap.device), entropy
+    if log_z.shape[0] == 1:  # one sentence: one sync, then the terms in Python
+        scalars = torch.stack([cancelled, entropy, score_size, plogp], -1)
+        values = torch.cat([scalars, sums, diag_u], -1).tolist()[0]
+        return _trusted_one(values, pivots.tolist()[0], tol), entropy
+    low, high = torch.aminmax(sums, dim=-1)
+    # det sign: -1 per negative pivot of U and per row swap (LAPACK pivots >= their row).
+    det_sign = torch.where(pivots != constants.pivot_positions, -diag_u, diag_u).sign().prod(-1)
+    # Every term is an affine function of these: one product instead of an op per term.
+    parts = torch.stack([cancelled, entropy, score_size, plogp, low, high, det_sign], dim=-1)
+    matrix, offset = _term_matrix(table.shape[1], tol, table.device)
+    return (torch.addmm(offset, parts, matrix) <= tol).all(-1), entropy
+
+
+def _terms(n: int, tol: float, cancelled: float, entropy: float, score_size: float, plogp: float,
+           low: float, high: float) -> tuple[float, ...]:
+    """The error terms, each ``<= tol`` when trusted: ``eps N cancelled``, ``1 - low`` and
+    ``high - 1`` (row sums), ``-H - slack`` and ``H - slack - spread`` (``slack = tol sum
+    |score|``; the entropy bounds ``0 - slack <= H <= spread + slack``)."""
+    slack = tol * score_size
+    return (EPS64 * max(n, 1) * cancelled, 1.0 - low, high - 1.0, -entropy - slack,
+            entropy - slack + plogp)
+
+
+def _trusted_one(values: list[float], pivots: list[int], tol: float) -> bool:
+    """:func:`_trust` for one sentence: ``values`` = (cancelled, H, sum |score|, sum mu log mu,
+    N row sums, N pivots of U), ``pivots`` LAPACK's (1-based)."""
+    n = len(pivots)
+    if any(v != v for v in values):  # NaN (min/max below would skip it)
+        return False
+    sums, diag = values[4 : 4 + n], values[4 + n :]
+    negative = sum(u < 0 for u in diag) + sum(p != i for i, p in enumerate(pivots, 1))
+    terms = _terms(n, tol, *values[:4], min(sums), max(sums))
+    return negative % 2 == 0 and all(t <= tol for t in terms)
 
 
 @lru_cache(maxsize=256)
-def _term_matrix(n: int, tol: float, device: torch.device) -> Tensor:
-    """``[6, 5]``: (cancelled, residual, det sign, H, sum |score|, sum mu log mu) -> the error
-    terms ``eps N cancelled``, ``residual``, ``-sign``, ``-H - slack``, ``H - slack - spread``
-    (``slack = tol sum |score|``; ``0 - slack <= H <= spread + slack`` in the ``<= tol`` form)."""
-    matrix = torch.zeros(6, 5, dtype=torch.float64)
+def _term_matrix(n: int, tol: float, device: torch.device) -> tuple[Tensor, Tensor]:
+    """``([7, 6], [6])``: :func:`_terms` plus ``-det sign`` as ``parts @ matrix + offset`` for
+    parts (cancelled, H, sum |score|, sum mu log mu, lowest and highest row sum, det sign)."""
+    matrix = torch.zeros(7, 6, dtype=torch.float64)
     matrix[0, 0] = EPS64 * max(n, 1)
-    matrix[1, 1] = 1.0
-    matrix[2, 2] = -1.0
-    matrix[3, 3], matrix[3, 4] = -1.0, 1.0
-    matrix[4, 3] = matrix[4, 4] = -tol
-    matrix[5, 4] = 1.0
-    return matrix.to(device)
+    matrix[4, 1], matrix[5, 2] = -1.0, 1.0
+    matrix[1, 3], matrix[2, 3] = -1.0, -tol
+    matrix[1, 4], matrix[2, 4], matrix[3, 4] = 1.0, -tol, 1.0
+    matrix[6, 5] = -1.0
+    offset = torch.tensor([0.0, 1.0, -1.0, 0.0, 0.0, 0.0], dtype=torch.float64)
+    return matrix.to(device), offset.to(device)
 
 
 def arc_rows(factors: LaplacianFactors) -> Tensor:

@@ -20,7 +20,7 @@ from torch.distributions import Distribution
 from torch.distributions.kl import register_kl
 
 from parser.structs import laplacian
-from parser.structs.laplacian import LaplacianFactors, arc_mask, matrix_tree, word_mask
+from parser.structs.laplacian import Factorization, LaplacianFactors, arc_mask, matrix_tree, word_mask
 from parser.structs.log_elimination import (
     covariance_by_elimination,
     log_partition_by_elimination,
@@ -138,12 +138,34 @@ class TreeCRF(Distribution):
         """``arc_scores`` in float64."""
         return _as(self.arc_scores, torch.float64)
 
+    @property
+    def _has_graph(self) -> bool:
+        return torch.is_grad_enabled() and self.scores.requires_grad
+
+    @property
+    def _tolerance(self) -> float:
+        return laplacian.TOLERANCE.get(self.scores.dtype, laplacian.DEFAULT_TOLERANCE)
+
+    @_cached
+    def _lu(self) -> Factorization:
+        return Factorization(self._scores64, self.lengths, single_root=self.single_root, padded=self._padded)
+
+    @_cached
+    def _certified_log_z(self) -> Tensor:
+        """``[B]`` float64 log Z without the inverse where the LU's factors prove it exact; the
+        other sentences (a sub-batch) take the marginals' test and, if need be, elimination."""
+        lu = self._lu
+        certified = lu.log_z_certified(self._tolerance)
+        if bool(certified.all()):
+            return lu.log_z
+        rest = (~certified).nonzero().squeeze(1)
+        sub = TreeCRF(self._scores64[rest], self.lengths[rest], single_root=self.single_root)
+        return lu.log_z.index_copy(0, rest, sub._partition[0])
+
     @_cached
     def _factors(self) -> LaplacianFactors:
-        scores64 = self._scores64
-        tolerance = laplacian.TOLERANCE.get(self.scores.dtype, laplacian.DEFAULT_TOLERANCE)
-        return matrix_tree(scores64, self.lengths, single_root=self.single_root, tolerance=tolerance,
-                           padded=self._padded)
+        return matrix_tree(self._scores64, self.lengths, single_root=self.single_root,
+                           tolerance=self._tolerance, padded=self._padded, factorization=self._lu)
 
     @_cached
     def _partition(self) -> tuple[Tensor, Tensor]:
@@ -180,8 +202,7 @@ class TreeCRF(Distribution):
             return factors
         calm = torch.zeros_like(scores64).masked_fill(~self.arc_mask, NEG_INF)
         kept = torch.where(factors.trusted[:, None, None], scores64, calm)
-        tolerance = laplacian.TOLERANCE.get(self.scores.dtype, laplacian.DEFAULT_TOLERANCE)
-        return matrix_tree(kept, self.lengths, single_root=self.single_root, tolerance=tolerance)
+        return matrix_tree(kept, self.lengths, single_root=self.single_root, tolerance=self._tolerance)
 
     @_cached
     def _untrusted(self) -> Tensor:
@@ -191,6 +212,8 @@ class TreeCRF(Distribution):
     @property
     def log_partition(self) -> Tensor:
         """``[B]`` log Z (over labeled trees when labeled); -inf when no tree is allowed."""
+        if not self._has_graph and "_factors" not in self.__dict__:
+            return _as(self._certified_log_z, self.scores.dtype)
         factors = self._factors
         if factors.all_trusted:  # no marginals needed
             return _as(factors.log_z, self.scores.dtype)
@@ -320,7 +343,7 @@ class TreeCRF(Distribution):
 
     def entropy(self) -> Tensor:
         """``[B]`` Shannon entropy (over labeled trees when labeled), O(N^3)."""
-        if not self.labeled and not (torch.is_grad_enabled() and self.scores.requires_grad):
+        if not self.labeled and not self._has_graph:
             factors = self._factors
             if factors.all_trusted:
                 return _as(factors.entropy, self.scores.dtype)  # the trust test computed it
