@@ -148,7 +148,7 @@ def _marginals_with_graph(scores: Tensor, lengths: Tensor, *,
                           single_root: bool) -> tuple[Tensor, Tensor]:
     """``(leaf, marginals [B, dep, head])``: marginals that stay differentiable in ``leaf``
     (``scores`` itself when it carries a graph, else a detached copy)."""
-    leaf = scores if scores.requires_grad else scores.detach().requires_grad_()
+    leaf = scores if scores.requires_grad else scores.clone().requires_grad_()
     log_z = log_partition_by_elimination(leaf, lengths, single_root=single_root)
     (marginals,) = torch.autograd.grad(log_z.sum(), leaf, create_graph=True)
     keep = torch.isfinite(log_z)[:, None, None] & torch.isfinite(scores)
@@ -173,10 +173,11 @@ def covariance_by_elimination(scores: Tensor, lengths: Tensor, first: Tensor, se
     sentences LU cannot handle. Differentiable when ``scores`` carries a graph.
     """
     graph = torch.is_grad_enabled() and scores.requires_grad
-    with torch.enable_grad():
+    with torch.inference_mode(False), torch.enable_grad():  # autograd cannot record inference tensors
         leaf, marginals = _marginals_with_graph(scores, lengths, single_root=single_root)
         swap = first.shape[-1] < second.shape[-1]  # Cov(r, s) = Cov(s, r)^T: loop the narrower
         loop, other = (first, second) if swap else (second, first)
+        loop = loop.clone() if loop.is_inference() else loop
         columns = [_hessian_rows(marginals, leaf, loop[..., j], graph=graph)
                    for j in range(loop.shape[-1])]
     hess = torch.stack(columns, -1) if columns else loop.new_zeros(loop.shape)
@@ -194,7 +195,7 @@ def pairwise_marginals_by_elimination(scores: Tensor, lengths: Tensor, *,
     graph = torch.is_grad_enabled() and scores.requires_grad
     size = scores.shape[-1]
     arcs = torch.isfinite(scores)
-    with torch.enable_grad():
+    with torch.inference_mode(False), torch.enable_grad():  # autograd cannot record inference tensors
         leaf, marginals = _marginals_with_graph(scores, lengths, single_root=single_root)
         rows = []
         for dep in range(1, size):

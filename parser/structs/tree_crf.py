@@ -180,8 +180,9 @@ class TreeCRF(Distribution):
             graph = torch.is_grad_enabled() and scores64.requires_grad
             if graph:  # LU's graph on a near-singular Laplacian backpropagates 0 * inf = NaN
                 log_z, marginals = self._calm_factors.log_z, self._calm_factors.marginals
-            with torch.enable_grad():
-                sub = scores64[bad] if graph else scores64[bad].detach().requires_grad_()
+            # (inference_mode(False): autograd cannot record inference tensors)
+            with torch.inference_mode(False), torch.enable_grad():
+                sub = scores64[bad] if graph else scores64[bad].clone().requires_grad_()
                 sub_z = log_partition_by_elimination(sub, self.lengths[bad], single_root=self.single_root)
                 (sub_mu,) = torch.autograd.grad(sub_z.sum(), sub, create_graph=graph)
             if not graph:
