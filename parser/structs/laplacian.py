@@ -169,6 +169,13 @@ def _constants(size: int, device: torch.device) -> _Constants:
     return _Constants(size, device)
 
 
+@lru_cache(maxsize=1024)
+def off_arc_penalty(size: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+    """``[S, S]``: 0 on the arcs of an unpadded sentence, -inf off them (row 0, diagonal)."""
+    arcs = _constants(size, device).arcs
+    return torch.zeros(size, size, dtype=dtype, device=device).masked_fill(~arcs, float("-inf"))
+
+
 def word_mask(lengths: Tensor, size: int) -> Tensor:
     """``[B, N+1]`` True on real words (positions ``1..lengths[b]``)."""
     positions = _constants(size, lengths.device).positions
@@ -327,9 +334,9 @@ def _trust(table: Tensor, solved: Tensor, diag_u: Tensor, pivots: Tensor, margin
         sums = sums + ~real  # padding words' rows are 0
     finite = torch.nan_to_num(rows, neginf=0.0)
     entropy = log_z - (marginal_rows * finite).sum((-1, -2))
-    if log_z.shape[0] == 1:
+    if marginal_rows.numel() < 2048:
         plogp = torch.xlogy(marginal_rows, marginal_rows)  # NaN if mu < 0
-    else:  # xlogy's scalar log costs twice a vectorised log at batch sizes (0 log 0 -> 0 log tiny)
+    else:  # xlogy's scalar log costs twice a vectorised log on large inputs (0 log 0 -> 0 log tiny)
         plogp = marginal_rows * (marginal_rows + 1e-300).log()  # NaN if mu < -1e-300
     plogp = plogp.sum((-1, -2))  # -spread
     score_size = torch.linalg.vector_norm(finite, 1, dim=(-1, -2))  # E[score] error per mu error

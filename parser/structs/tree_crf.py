@@ -130,6 +130,9 @@ class TreeCRF(Distribution):
         """``[B, dep, head]`` arc scores (log-sum-exp over labels), -inf off arcs."""
         if self.labeled:
             return logsumexp_safe(self.labeled_scores, -1)
+        if not self._padded:  # + a cached 0 / -inf mask: one vectorised add (scores have no +inf)
+            return self.scores + laplacian.off_arc_penalty(self.scores.shape[1], self.scores.dtype,
+                                                           self.scores.device)
         return torch.where(self.arc_mask, self.scores, NEG_INF)
 
     # ----------------------------------------------------------------- log Z and marginals
