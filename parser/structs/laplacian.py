@@ -176,6 +176,11 @@ def off_arc_penalty(size: int, dtype: torch.dtype, device: torch.device) -> Tens
     return torch.zeros(size, size, dtype=dtype, device=device).masked_fill(~arcs, float("-inf"))
 
 
+def off_arc_mask(lengths: Tensor, size: int) -> Tensor:
+    """``[B, dep, head]`` bool: ``~arc_mask`` in one comparison."""
+    return _constants(size, lengths.device).reach > lengths[:, None, None]
+
+
 def word_mask(lengths: Tensor, size: int) -> Tensor:
     """``[B, N+1]`` True on real words (positions ``1..lengths[b]``)."""
     positions = _constants(size, lengths.device).positions

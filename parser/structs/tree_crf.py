@@ -133,7 +133,7 @@ class TreeCRF(Distribution):
         if not self._padded:  # + a cached 0 / -inf mask: one vectorised add (scores have no +inf)
             return self.scores + laplacian.off_arc_penalty(self.scores.shape[1], self.scores.dtype,
                                                            self.scores.device)
-        return torch.where(self.arc_mask, self.scores, NEG_INF)
+        return self.scores.masked_fill(laplacian.off_arc_mask(self.lengths, self.scores.shape[1]), NEG_INF)
 
     # ----------------------------------------------------------------- log Z and marginals
     @_cached
