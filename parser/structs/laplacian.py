@@ -1,4 +1,5 @@
-"""Matrix-tree fast path: log Z, marginals and second-order quantities from one float64 LU.
+"""Matrix-tree fast path: log Z and marginals from one float64 LU (second order:
+:mod:`.lu_second_order`; the trust test: :mod:`.lu_trust`).
 
 Conventions (shared with :mod:`parser.structs.tree_crf`): ``scores[b, dep, head]`` of shape
 ``[B, N+1, N+1]``, index 0 is ROOT, ``lengths[b]`` counts words. The scores handed to these
@@ -11,29 +12,27 @@ The Laplacian is built with dependents as rows, ``M[b, d-1, x-1]`` for words ``d
 ROOT weights (Koo et al. 2007). Each dependent's scores are shifted by their maximum before
 ``exp`` (the shift is added back to log Z), padding words get an identity block.
 
-With ``B = M^{-1}`` every arc ``e = (d, h)`` has ``d M = e_d u_e^T`` where ``u_e = e_d - e_h``
-(multi-root; ``e_0 = 0``), ``[d != 1] e_d - [h != 1] e_h`` (single-root word arcs) or ``e_1``
-(single-root ROOT arcs). Hence ``mu_e = A_e u_e^T B e_d`` and, with ``X[e, y] = A_e u_e^T B e_y``,
-``Cov(e, e') = [e = e'] mu_e - X[e, dep(e')] X[e', dep(e)]`` (Zmigrod et al. 2021, T2; Druck &
-Smith 2009, eq. 3).
+With ``B = M^{-1}`` every arc ``e = (d, h)`` has marginal ``mu_e = A_e u_e^T B e_d`` where
+``u_e = e_d - e_h`` (multi-root; ``e_0 = 0``), ``[d != 1] e_d - [h != 1] e_h`` (single-root word
+arcs) or ``e_1`` (single-root ROOT arcs).
 """
 
 from __future__ import annotations
 
-import math
 from functools import lru_cache
 
 import torch
 from torch import Tensor
 
-__all__ = ["Factorization", "LaplacianFactors", "arc_mask", "arc_rows", "covariance", "matrix_tree", "pairwise_marginals"]
+from parser.structs.lu_trust import trust
+
+__all__ = ["Factorization", "LaplacianFactors", "arc_mask", "matrix_tree", "off_arc_mask", "word_mask"]
 
 # A sentence is trusted when its float64 marginals are this close to a distribution and the
 # rounding error LU can make (eps * N * size of the cancelled terms) is below it. Results are
 # returned in the input dtype, so the tolerance is far below that dtype's rounding.
 TOLERANCE = {torch.float64: 1e-9, torch.float32: 2e-8}
 DEFAULT_TOLERANCE = 1e-9
-EPS64 = torch.finfo(torch.float64).eps
 
 
 class LaplacianFactors:
@@ -307,146 +306,6 @@ def matrix_tree(
     checked = (fact.table, solved, fact.diag_u, marginal_rows, fact.rows, fact.log_z)
     if scores.requires_grad:  # the test is not differentiated; detach only when there is a graph
         checked = tuple(t.detach() for t in checked)
-    trusted, entropy = _trust(*checked[:3], fact.pivots, *checked[3:], fact.real, constants, tolerance)
+    trusted, entropy = trust(*checked[:3], fact.pivots, *checked[3:], fact.real, constants, tolerance)
     return LaplacianFactors(weights, solved, fact.log_z, marginal_rows, trusted, entropy,
                             single_root=single_root, inverse=inverse)
-
-
-def _trust(table: Tensor, solved: Tensor, diag_u: Tensor, pivots: Tensor, marginal_rows: Tensor,
-           rows: Tensor, log_z: Tensor, real: Tensor | None, constants: _Constants,
-           tol: float) -> tuple[Tensor | bool, Tensor]:
-    """``(trusted [B] bool, or one Python bool for one sentence; entropy [B])``: the LU result
-    is accurate to ``tol`` where every error term is ``<= tol`` (NaN fails); the entropy is
-    ``log Z - E[score]`` (exact where trusted), which the test needs anyway.
-
-    LU is backward stable: it is the exact LU of ``M + dM`` with ``|dM| <~ eps N |M|`` while
-    the growth stays small, so log Z moves by ``tr(B dM) <= eps N tr(|B| |M|)``, the total size
-    of the terms that cancel in the marginals (padding adds 1 per padding word, harmless). That
-    bound uses the computed ``B`` and assumes small growth, so it is not enough alone (scores
-    x 100 give trusted-looking wrong results): the marginals must also be a distribution and the
-    determinant positive. The marginals are checked by ``sum mu log mu`` (NaN if one is
-    negative) and each word's sum (with all marginals >= 0, a sum within ``tol`` of 1 also puts
-    each in [0, 1 + tol]). Even then a determinant can be off by many nats while the marginals
-    are right (scores x 300, measured), so log Z is checked against the entropy's exact bounds:
-    ``0 <= H = log Z - E[score] <= sum_d H(head(d))`` (a tree's entropy is at most the sum of
-    its words' head entropies), which pins log Z down exactly where LU struggles, on nearly
-    deterministic sentences.
-    """
-    # |M| * |B^T| = |M * B^T|, in the layout of ``table`` and ``solved``: one norm.
-    cancelled = torch.linalg.vector_norm(table * solved, 1, dim=(-1, -2))
-    sums = marginal_rows.sum(-1)  # [B, N]
-    if real is not None:
-        sums = sums + ~real  # padding words' rows are 0
-    finite = torch.nan_to_num(rows, neginf=0.0)
-    entropy = log_z - (marginal_rows * finite).sum((-1, -2))
-    if marginal_rows.numel() < 2048:
-        plogp = torch.xlogy(marginal_rows, marginal_rows)  # NaN if mu < 0
-    else:  # xlogy's scalar log costs twice a vectorised log on large inputs (0 log 0 -> 0 log tiny)
-        plogp = marginal_rows * (marginal_rows + 1e-300).log()  # NaN if mu < -1e-300
-    plogp = plogp.sum((-1, -2))  # -spread
-    score_size = torch.linalg.vector_norm(finite, 1, dim=(-1, -2))  # E[score] error per mu error
-    if log_z.shape[0] == 1:  # one sentence: one sync, then the terms in Python
-        scalars = torch.stack([cancelled, entropy, score_size, plogp], -1)
-        values = torch.cat([scalars, sums, diag_u], -1).tolist()[0]
-        return _trusted_one(values, pivots.tolist()[0], tol), entropy
-    low, high = torch.aminmax(sums, dim=-1)
-    # det sign: -1 per negative pivot of U and per row swap (LAPACK pivots >= their row).
-    det_sign = torch.where(pivots != constants.pivot_positions, -diag_u, diag_u).sign().prod(-1)
-    # Every term is an affine function of these: one product instead of an op per term.
-    parts = torch.stack([cancelled, entropy, score_size, plogp, low, high, det_sign], dim=-1)
-    matrix, offset = _term_matrix(table.shape[1], tol, table.device)
-    return (torch.addmm(offset, parts, matrix) <= tol).all(-1), entropy
-
-
-def _terms(n: int, tol: float, cancelled: float, entropy: float, score_size: float, plogp: float,
-           low: float, high: float) -> tuple[float, ...]:
-    """The error terms, each ``<= tol`` when trusted: ``eps N cancelled``, ``1 - low`` and
-    ``high - 1`` (row sums), ``-H - slack`` and ``H - slack - spread`` (``slack = tol sum
-    |score|``; the entropy bounds ``0 - slack <= H <= spread + slack``)."""
-    slack = tol * score_size
-    return (EPS64 * max(n, 1) * cancelled, 1.0 - low, high - 1.0, -entropy - slack,
-            entropy - slack + plogp)
-
-
-def _trusted_one(values: list[float], pivots: list[int], tol: float) -> bool:
-    """:func:`_trust` for one sentence: ``values`` = (cancelled, H, sum |score|, sum mu log mu,
-    N row sums, N pivots of U), ``pivots`` LAPACK's (1-based)."""
-    n = len(pivots)
-    if any(v != v for v in values):  # NaN (min/max below would skip it)
-        return False
-    sums, diag = values[4 : 4 + n], values[4 + n :]
-    negative = sum(u < 0 for u in diag) + sum(p != i for i, p in enumerate(pivots, 1))
-    terms = _terms(n, tol, *values[:4], min(sums), max(sums))
-    return negative % 2 == 0 and all(t <= tol for t in terms)
-
-
-@lru_cache(maxsize=256)
-def _term_matrix(n: int, tol: float, device: torch.device) -> tuple[Tensor, Tensor]:
-    """``([7, 6], [6])``: :func:`_terms` plus ``-det sign`` as ``parts @ matrix + offset`` for
-    parts (cancelled, H, sum |score|, sum mu log mu, lowest and highest row sum, det sign)."""
-    matrix = torch.zeros(7, 6, dtype=torch.float64)
-    matrix[0, 0] = EPS64 * max(n, 1)
-    matrix[4, 1], matrix[5, 2] = -1.0, 1.0
-    matrix[1, 3], matrix[2, 3] = -1.0, -tol
-    matrix[1, 4], matrix[2, 4], matrix[3, 4] = 1.0, -tol, 1.0
-    matrix[6, 5] = -1.0
-    offset = torch.tensor([0.0, 1.0, -1.0, 0.0, 0.0, 0.0], dtype=torch.float64)
-    return matrix.to(device), offset.to(device)
-
-
-def arc_rows(factors: LaplacianFactors) -> Tensor:
-    """``X [B, dep, head, y]`` with ``X[e, y] = A_e u_e^T B e_y`` (``y`` = word 1..N); O(N^3)."""
-    weights, inverse = factors.weights, factors.inverse
-    rows_dep, rows_head, root_rows = _row_vectors(inverse, single_root=factors.single_root)
-    word_part = weights[:, 1:, 1:, None] * (rows_dep[:, :, None, :] - rows_head[:, None, :, :])
-    root_part = weights[:, 1:, 0, None] * root_rows
-    body = torch.cat([root_part[:, :, None, :], word_part], dim=2)
-    return torch.cat([torch.zeros_like(body[:, :1]), body], dim=1)
-
-
-def _row_vectors(inverse: Tensor, *, single_root: bool):
-    """Rows of ``B`` picked by ``u_e``: dependent part, head part ``[B, N, N]``, ROOT part."""
-    if not single_root:
-        return inverse, inverse, inverse
-    keep = torch.ones_like(inverse[:, :, :1])
-    keep[:, 0] = 0.0
-    masked = inverse * keep
-    return masked, masked, inverse[:, :1, :].expand_as(inverse)
-
-
-def _feature_rows(factors: LaplacianFactors, features: Tensor) -> Tensor:
-    """``P[b, d, y, f] = sum_h f[d, h] X[(d, h), y]`` without materialising X: ``[B, N, N, F]``."""
-    weights = factors.weights
-    rows_dep, rows_head, root_rows = _row_vectors(factors.inverse, single_root=factors.single_root)
-    weighted = features[:, 1:, :, :] * weights[:, 1:, :, None]  # [B, dep, head, F]
-    word = weighted[:, :, 1:, :]
-    root = weighted[:, :, 0, :]
-    out = word.sum(2)[:, :, None, :] * rows_dep[..., None]
-    out = out - torch.einsum("bdhf,bhy->bdyf", word, rows_head)
-    return out + root[:, :, None, :] * root_rows[..., None]
-
-
-def covariance(factors: LaplacianFactors, marginals: Tensor, first: Tensor, second: Tensor):
-    """``Cov(first, second) [B, R, S]`` of arc-factored features ``[B, dep, head, R|S]``.
-
-    O(N^3 (R + S) + N^2 R S) time and O(N^2 (R + S)) memory: the N^4 arc-pair covariance is
-    never built.
-    """
-    diagonal = torch.einsum("bdhr,bdhs,bdh->brs", first, second, marginals)
-    rows_first = _feature_rows(factors, first)
-    rows_second = _feature_rows(factors, second)
-    return diagonal - torch.einsum("bijr,bjis->brs", rows_first, rows_second)
-
-
-def pairwise_marginals(factors: LaplacianFactors, marginals: Tensor) -> Tensor:
-    """``[B, i, j, k, l]`` = p(head(i) = j, head(k) = l); O(N^4) (Druck & Smith 2009, eq. 3)."""
-    rows = arc_rows(factors)  # [B, dep, head, y]
-    size = marginals.shape[-1]
-    rows = torch.cat([torch.zeros_like(rows[..., :1]), rows], dim=-1)  # y indexed 0..N
-    left = rows[:, :, :, :, None]  # X[(i, j), k] -> [B, i, j, k, 1]
-    right = rows.permute(0, 3, 1, 2)[:, :, None, :, :]  # X[(k, l), i] -> [B, i, 1, k, l]
-    pair = marginals[:, :, :, None, None] * marginals[:, None, None, :, :] - left * right
-    eye = torch.eye(size, dtype=torch.bool, device=marginals.device)
-    same_arc = eye[:, None, :, None] & eye[None, :, None, :]  # i == k and j == l
-    diagonal = marginals[:, :, :, None, None] * same_arc.to(marginals.dtype)
-    return pair + diagonal

@@ -19,8 +19,14 @@ from torch import Tensor
 from torch.distributions import Distribution
 from torch.distributions.kl import register_kl
 
-from parser.structs import laplacian
-from parser.structs.laplacian import Factorization, LaplacianFactors, arc_mask, matrix_tree, word_mask
+from parser.structs import laplacian, lu_second_order
+from parser.structs.laplacian import (
+    Factorization,
+    LaplacianFactors,
+    arc_mask,
+    matrix_tree,
+    word_mask,
+)
 from parser.structs.log_elimination import (
     covariance_by_elimination,
     log_partition_by_elimination,
@@ -33,7 +39,7 @@ __all__ = ["TreeCRF"]
 NEG_INF = float("-inf")
 
 
-class _cached:  # noqa: N801 - used like functools.cached_property
+class _cached:
     """``functools.cached_property`` without its lock: Python 3.11 takes one on every first
     access, a per-call cost for these one-shot objects. Not thread-safe (nor are tensors)."""
 
@@ -451,7 +457,7 @@ class TreeCRF(Distribution):
         zero = torch.zeros((), dtype=torch.float64, device=first.device)
         first64 = torch.where(mask, first.to(torch.float64), zero)
         second64 = torch.where(mask, second.to(torch.float64), zero)
-        cov = laplacian.covariance(self._calm_factors, self._partition[1], first64, second64)
+        cov = lu_second_order.covariance(self._calm_factors, self._partition[1], first64, second64)
         bad = self._untrusted
         if bad.numel():
             exact = covariance_by_elimination(self._scores64[bad], self.lengths[bad], first64[bad],
@@ -462,7 +468,7 @@ class TreeCRF(Distribution):
 
     def pairwise_marginals(self) -> Tensor:
         """``[B, i, j, k, l]`` = p(head(i) = j, head(k) = l) over arcs; O(N^4) memory."""
-        pair = laplacian.pairwise_marginals(self._calm_factors, self._partition[1])
+        pair = lu_second_order.pairwise_marginals(self._calm_factors, self._partition[1])
         bad = self._untrusted
         if bad.numel():  # the exact path's second derivatives, O(N^5) for these sentences only
             exact = pairwise_marginals_by_elimination(self._scores64[bad], self.lengths[bad],

@@ -1,0 +1,75 @@
+"""Second order on the LU fast path: covariance of arc features (Zmigrod et al. 2021, T2) and
+pairwise arc marginals (Druck & Smith 2009, eq. 3) from the inverse Laplacian.
+
+With ``B = M^{-1}`` every arc ``e = (d, h)`` has ``d M = e_d u_e^T`` where ``u_e = e_d - e_h``
+(multi-root; ``e_0 = 0``), ``[d != 1] e_d - [h != 1] e_h`` (single-root word arcs) or ``e_1``
+(single-root ROOT arcs). Hence ``mu_e = A_e u_e^T B e_d`` and, with ``X[e, y] = A_e u_e^T B e_y``,
+``Cov(e, e') = [e = e'] mu_e - X[e, dep(e')] X[e', dep(e)]``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from parser.structs.laplacian import LaplacianFactors
+
+__all__ = ["arc_rows", "covariance", "pairwise_marginals"]
+
+
+def arc_rows(factors: LaplacianFactors) -> Tensor:
+    """``X [B, dep, head, y]`` with ``X[e, y] = A_e u_e^T B e_y`` (``y`` = word 1..N); O(N^3)."""
+    weights, inverse = factors.weights, factors.inverse
+    rows_dep, rows_head, root_rows = _row_vectors(inverse, single_root=factors.single_root)
+    word_part = weights[:, 1:, 1:, None] * (rows_dep[:, :, None, :] - rows_head[:, None, :, :])
+    root_part = weights[:, 1:, 0, None] * root_rows
+    body = torch.cat([root_part[:, :, None, :], word_part], dim=2)
+    return torch.cat([torch.zeros_like(body[:, :1]), body], dim=1)
+
+
+def _row_vectors(inverse: Tensor, *, single_root: bool):
+    """Rows of ``B`` picked by ``u_e``: dependent part, head part ``[B, N, N]``, ROOT part."""
+    if not single_root:
+        return inverse, inverse, inverse
+    keep = torch.ones_like(inverse[:, :, :1])
+    keep[:, 0] = 0.0
+    masked = inverse * keep
+    return masked, masked, inverse[:, :1, :].expand_as(inverse)
+
+
+def _feature_rows(factors: LaplacianFactors, features: Tensor) -> Tensor:
+    """``P[b, d, y, f] = sum_h f[d, h] X[(d, h), y]`` without materialising X: ``[B, N, N, F]``."""
+    weights = factors.weights
+    rows_dep, rows_head, root_rows = _row_vectors(factors.inverse, single_root=factors.single_root)
+    weighted = features[:, 1:, :, :] * weights[:, 1:, :, None]  # [B, dep, head, F]
+    word = weighted[:, :, 1:, :]
+    root = weighted[:, :, 0, :]
+    out = word.sum(2)[:, :, None, :] * rows_dep[..., None]
+    out = out - torch.einsum("bdhf,bhy->bdyf", word, rows_head)
+    return out + root[:, :, None, :] * root_rows[..., None]
+
+
+def covariance(factors: LaplacianFactors, marginals: Tensor, first: Tensor, second: Tensor):
+    """``Cov(first, second) [B, R, S]`` of arc-factored features ``[B, dep, head, R|S]``.
+
+    O(N^3 (R + S) + N^2 R S) time and O(N^2 (R + S)) memory: the N^4 arc-pair covariance is
+    never built.
+    """
+    diagonal = torch.einsum("bdhr,bdhs,bdh->brs", first, second, marginals)
+    rows_first = _feature_rows(factors, first)
+    rows_second = _feature_rows(factors, second)
+    return diagonal - torch.einsum("bijr,bjis->brs", rows_first, rows_second)
+
+
+def pairwise_marginals(factors: LaplacianFactors, marginals: Tensor) -> Tensor:
+    """``[B, i, j, k, l]`` = p(head(i) = j, head(k) = l); O(N^4) (Druck & Smith 2009, eq. 3)."""
+    rows = arc_rows(factors)  # [B, dep, head, y]
+    size = marginals.shape[-1]
+    rows = torch.cat([torch.zeros_like(rows[..., :1]), rows], dim=-1)  # y indexed 0..N
+    left = rows[:, :, :, :, None]  # X[(i, j), k] -> [B, i, j, k, 1]
+    right = rows.permute(0, 3, 1, 2)[:, :, None, :, :]  # X[(k, l), i] -> [B, i, 1, k, l]
+    pair = marginals[:, :, :, None, None] * marginals[:, None, None, :, :] - left * right
+    eye = torch.eye(size, dtype=torch.bool, device=marginals.device)
+    same_arc = eye[:, None, :, None] & eye[None, :, None, :]  # i == k and j == l
+    diagonal = marginals[:, :, :, None, None] * same_arc.to(marginals.dtype)
+    return pair + diagonal

@@ -1,0 +1,99 @@
+"""The trust test of the LU fast path (:mod:`.laplacian`): is a sentence's float64 LU result
+(log Z, marginals) within ``tol`` of the exact one? Sentences that fail go to log-space
+elimination (:mod:`.log_elimination`). One sentence is tested in Python floats after one sync
+(fewer ops); a batch with tensor ops and one affine map of the stacked parts.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import torch
+from torch import Tensor
+
+__all__ = ["trust"]
+
+EPS64 = torch.finfo(torch.float64).eps
+
+
+def trust(table: Tensor, solved: Tensor, diag_u: Tensor, pivots: Tensor, marginal_rows: Tensor,
+           rows: Tensor, log_z: Tensor, real: Tensor | None, constants,
+           tol: float) -> tuple[Tensor | bool, Tensor]:
+    """``(trusted [B] bool, or one Python bool for one sentence; entropy [B])``: the LU result
+    is accurate to ``tol`` where every error term is ``<= tol`` (NaN fails); the entropy is
+    ``log Z - E[score]`` (exact where trusted), which the test needs anyway.
+
+    LU is backward stable: it is the exact LU of ``M + dM`` with ``|dM| <~ eps N |M|`` while
+    the growth stays small, so log Z moves by ``tr(B dM) <= eps N tr(|B| |M|)``, the total size
+    of the terms that cancel in the marginals (padding adds 1 per padding word, harmless). That
+    bound uses the computed ``B`` and assumes small growth, so it is not enough alone (scores
+    x 100 give trusted-looking wrong results): the marginals must also be a distribution and the
+    determinant positive. The marginals are checked by ``sum mu log mu`` (NaN if one is
+    negative) and each word's sum (with all marginals >= 0, a sum within ``tol`` of 1 also puts
+    each in [0, 1 + tol]). Even then a determinant can be off by many nats while the marginals
+    are right (scores x 300, measured), so log Z is checked against the entropy's exact bounds:
+    ``0 <= H = log Z - E[score] <= sum_d H(head(d))`` (a tree's entropy is at most the sum of
+    its words' head entropies), which pins log Z down exactly where LU struggles, on nearly
+    deterministic sentences.
+    """
+    # |M| * |B^T| = |M * B^T|, in the layout of ``table`` and ``solved``: one norm.
+    cancelled = torch.linalg.vector_norm(table * solved, 1, dim=(-1, -2))
+    sums = marginal_rows.sum(-1)  # [B, N]
+    if real is not None:
+        sums = sums + ~real  # padding words' rows are 0
+    finite = torch.nan_to_num(rows, neginf=0.0)
+    entropy = log_z - (marginal_rows * finite).sum((-1, -2))
+    if marginal_rows.numel() < 2048:
+        plogp = torch.xlogy(marginal_rows, marginal_rows)  # NaN if mu < 0
+    else:  # xlogy's scalar log costs twice a vectorised log on large inputs (0 log 0 -> 0 log tiny)
+        plogp = marginal_rows * (marginal_rows + 1e-300).log()  # NaN if mu < -1e-300
+    plogp = plogp.sum((-1, -2))  # -spread
+    score_size = torch.linalg.vector_norm(finite, 1, dim=(-1, -2))  # E[score] error per mu error
+    if log_z.shape[0] == 1:  # one sentence: one sync, then the terms in Python
+        scalars = torch.stack([cancelled, entropy, score_size, plogp], -1)
+        values = torch.cat([scalars, sums, diag_u], -1).tolist()[0]
+        return trusted_one(values, pivots.tolist()[0], tol), entropy
+    low, high = torch.aminmax(sums, dim=-1)
+    # det sign: -1 per negative pivot of U and per row swap (LAPACK pivots >= their row).
+    det_sign = torch.where(pivots != constants.pivot_positions, -diag_u, diag_u).sign().prod(-1)
+    # Every term is an affine function of these: one product instead of an op per term.
+    parts = torch.stack([cancelled, entropy, score_size, plogp, low, high, det_sign], dim=-1)
+    matrix, offset = term_matrix(table.shape[1], tol, table.device)
+    return (torch.addmm(offset, parts, matrix) <= tol).all(-1), entropy
+
+
+def error_terms(n: int, tol: float, cancelled: float, entropy: float, score_size: float, plogp: float,
+           low: float, high: float) -> tuple[float, ...]:
+    """The error terms, each ``<= tol`` when trusted: ``eps N cancelled``, ``1 - low`` and
+    ``high - 1`` (row sums), ``-H - slack`` and ``H - slack - spread`` (``slack = tol sum
+    |score|``; the entropy bounds ``0 - slack <= H <= spread + slack``)."""
+    slack = tol * score_size
+    return (EPS64 * max(n, 1) * cancelled, 1.0 - low, high - 1.0, -entropy - slack,
+            entropy - slack + plogp)
+
+
+def trusted_one(values: list[float], pivots: list[int], tol: float) -> bool:
+    """:func:`trust` for one sentence: ``values`` = (cancelled, H, sum |score|, sum mu log mu,
+    N row sums, N pivots of U), ``pivots`` LAPACK's (1-based)."""
+    n = len(pivots)
+    if any(math.isnan(v) for v in values):  # min/max below would skip a NaN
+        return False
+    sums, diag = values[4 : 4 + n], values[4 + n :]
+    negative = sum(u < 0 for u in diag) + sum(p != i for i, p in enumerate(pivots, 1))
+    terms = error_terms(n, tol, *values[:4], min(sums), max(sums))
+    return negative % 2 == 0 and all(t <= tol for t in terms)
+
+
+@lru_cache(maxsize=256)
+def term_matrix(n: int, tol: float, device: torch.device) -> tuple[Tensor, Tensor]:
+    """``([7, 6], [6])``: :func:`error_terms` plus ``-det sign`` as ``parts @ matrix + offset`` for
+    parts (cancelled, H, sum |score|, sum mu log mu, lowest and highest row sum, det sign)."""
+    matrix = torch.zeros(7, 6, dtype=torch.float64)
+    matrix[0, 0] = EPS64 * max(n, 1)
+    matrix[4, 1], matrix[5, 2] = -1.0, 1.0
+    matrix[1, 3], matrix[2, 3] = -1.0, -tol
+    matrix[1, 4], matrix[2, 4], matrix[3, 4] = 1.0, -tol, 1.0
+    matrix[6, 5] = -1.0
+    offset = torch.tensor([0.0, 1.0, -1.0, 0.0, 0.0, 0.0], dtype=torch.float64)
+    return matrix.to(device), offset.to(device)
