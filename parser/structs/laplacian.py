@@ -232,7 +232,9 @@ class Factorization:
         if single_root:
             table = torch.select_scatter(table, root, 2, 1)  # Koo et al.: word 1's column := ROOT's
         self.table = table
-        self.lu, self.pivots, _ = torch.linalg.lu_factor_ex(self.lap)
+        # LU of M^T (same determinant): ``table`` is row-major, so M^T is LAPACK's column-major
+        # layout, and the solve below is a plain (not adjoint) one, which is faster.
+        self.lu, self.pivots, _ = torch.linalg.lu_factor_ex(self.lap.mT)
         self.diag_u = self.lu.diagonal(dim1=-2, dim2=-1)
         self.abs_diag_u = self.diag_u.abs()
         self.log_z = (self.abs_diag_u.log() + shift).sum(-1)
@@ -299,8 +301,7 @@ def matrix_tree(
         inverse = torch.linalg.inv_ex(lap)[0]
         solved = inverse.mT @ rhs
     else:
-        solved = torch.linalg.lu_solve(fact.lu, fact.pivots, rhs.expand(lap.shape[0], n, size),
-                                       adjoint=True)
+        solved = torch.linalg.lu_solve(fact.lu, fact.pivots, rhs.expand(lap.shape[0], n, size))
     diag = solved.diagonal(1, dim1=-2, dim2=-1).unsqueeze(-1)  # -B[d, d] (single: 0 for word 1)
     marginal_rows = weights * torch.addcmul(solved, diag, constants.spread[single_root])
     checked = (fact.table, solved, fact.diag_u, marginal_rows, fact.rows, fact.log_z)
