@@ -202,7 +202,8 @@ class Factorization:
 
     weights: ``[B, N, N+1]`` word rows of the shifted arc weights; table: the Laplacian in that
     layout (column h + 1 = word h's column of M, column 0 = ROOT weights); lap: ``[B, N, N]``
-    the Laplacian M itself (a view of ``table``); lu, pivots: LAPACK's LU of it; log_z ``[B]``.
+    the Laplacian M itself (a view of ``table``); lu, pivots: LAPACK's LU of ``M^T``; log_z
+    ``[B]``.
     """
 
     __slots__ = ("abs_diag_u", "constants", "diag_u", "log_z", "lu", "pivots", "real", "rows",
