@@ -249,9 +249,9 @@ class Factorization:
         factors alone (no inverse). Rigorous where True; False may be wrong (the marginals'
         test and the exact path then decide).
 
-        LAPACK's LU is the exact LU of ``PM + E`` with ``|E| <= gamma |L||U|`` (Higham, Thm
-        9.3; rounding M's entries adds relative errors of the same order, folded into
-        ``gamma = (2N + 4) u``). Then ``log |det|`` moves by ``|log det(I - G)|`` with
+        LAPACK's LU (of ``M^T`` here; the same determinant, written M below) is the exact LU
+        of ``PM + E`` with ``|E| <= gamma |L||U|`` (Higham, Thm 9.3; rounding M's entries adds
+        relative errors of the same order, folded into ``gamma = (2N + 4) u``). Then ``log |det|`` moves by ``|log det(I - G)|`` with
         ``G = L^-1 E U^-1``: at most ``S / (1 - S)`` where ``S >= sum |lambda(G)|``, and
         ``S = 1^T |G| 1 <= gamma (|L|^T |L^-1|^T 1) . (|U| |U^-1| 1)`` bounds the nuclear norm.
         Each vector is bounded with a comparison matrix (Higham, Thm 8.12): ``|T^-1| <= C(T)^-1``
