@@ -9,7 +9,7 @@ from parser.data.batch import Batch
 from parser.models.char_encoder import CharLSTM
 from parser.models.checks import check_batch
 from parser.models.edge_scores import EdgeScores
-from parser.models.layers import MLP, Biaffine, Bilinear, BiLSTM
+from parser.models.layers import MLP, Biaffine, Bilinear, BiLSTM, dropped_words
 
 UNK = 1  # id 0 = PAD, 1 = UNK, 2 = ROOT in every vocabulary (the data layer's convention)
 
@@ -81,10 +81,8 @@ class BiaffineScorer(nn.Module):
         width = words.shape[1]
         present = torch.arange(width, device=words.device) <= lengths[:, None]  # ROOT and words
         if self.training and self.word_dropout > 0:
-            drop = (
-                torch.rand(words.shape, device=words.device) < self.word_dropout
-            ) & batch.word_mask
-            words = words.masked_fill(drop, UNK)  # a new tensor: the caller's batch is untouched
+            # a new tensor: the caller's batch is untouched
+            words = words.masked_fill(dropped_words(batch.word_mask, self.word_dropout), UNK)
 
         x = self.word_embed(words) + self.char_encoder(batch.chars, present)
         if self.upos_embed is not None:

@@ -149,3 +149,9 @@ def _rename_packed_layout(
         side = "backward_layers" if len(parts) == 4 else "forward_layers"
         new = f"{prefix}{side}.{parts[2][1:]}.{parts[0]}_{parts[1]}_l0"
         state_dict[new] = state_dict.pop(key)
+
+
+def dropped_words(word_mask: Tensor, rate: float) -> Tensor:
+    """``[B, N+1]`` bool: real words (``word_mask``: not ROOT, not padding) to read as UNK in
+    training, each with probability ``rate`` (word dropout)."""
+    return (torch.rand(word_mask.shape, device=word_mask.device) < rate) & word_mask

@@ -22,6 +22,7 @@ from parser.models.features import (
     hash_extend,
     hash_values,
 )
+from parser.models.layers import dropped_words
 
 # Label templates, each conjoined with the relation: bias, (hp), (dp), (hp, dp),
 # (hp, dp, direction), (direction, distance), (hw), (dw).
@@ -95,8 +96,7 @@ class LogLinearScorer(nn.Module):
 
     def _drop_words(self, batch: Batch) -> Batch:
         """A copy of ``batch`` with each real word read as UNK with probability ``word_dropout``."""
-        drop = torch.rand(batch.words.shape, device=batch.words.device) < self.word_dropout
-        drop &= batch.word_mask
+        drop = dropped_words(batch.word_mask, self.word_dropout)
         words = batch.words.masked_fill(drop, UNK)
         unknown = torch.zeros_like(batch.chars[0, 0])
         unknown[0] = UNK
