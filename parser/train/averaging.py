@@ -21,9 +21,11 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from parser.config import Average
+
 __all__ = ["AVERAGE_KINDS", "WeightAverage", "build_average", "restore_average", "swapped_in"]
 
-AVERAGE_KINDS = ("ema", "uniform")
+AVERAGE_KINDS = tuple(kind.value for kind in Average)
 
 
 class WeightAverage:

@@ -105,10 +105,11 @@ class Trainer:
         ))
         self.optimizer = build_optimizer(self.model.parameters(), cfg.optim)
         # Averaged weights for evaluation and checkpoints (optim.average); None: the raw ones.
-        self.average = build_average(self.model, kind=cfg.optim.get("average"),
-                                     decay=cfg.optim.get("ema_decay", 0.999))
+        self.average = build_average(self.model, kind=cfg.optim.average, decay=cfg.optim.ema_decay)
         self.scheduler = build_scheduler(self.optimizer, cfg.optim, total_steps=trainer.max_steps)
         self.state = TrainState()
+        if trainer.max_minutes is not None and trainer.max_minutes < 0:
+            raise ValueError(f"trainer.max_minutes={trainer.max_minutes}: must be >= 0 (or null)")
         self.rel_universal = self.vocabs.rel_universal_ids()
         self.logger = RunLogger(
             self.run_dir / cfg.logger.log_dir if cfg.logger.tensorboard and self.dist.is_main else None,

@@ -161,3 +161,8 @@ def test_time_budget_stops_training_and_still_checkpoints(tmp_path):
     budget = Trainer(tiny_config("trainer.max_steps=12", "trainer.max_minutes=60",
                                  "trainer.log_every=4"), run_dir=tmp_path / "b")
     assert budget.fit().step == 12  # an unspent budget changes nothing
+
+
+def test_a_negative_time_budget_is_refused(tmp_path):
+    with pytest.raises(ValueError, match=r"trainer.max_minutes=-1.0: must be >= 0"):
+        Trainer(tiny_config("trainer.max_minutes=-1"), run_dir=tmp_path)
