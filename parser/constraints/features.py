@@ -3,7 +3,8 @@ features for a batch.
 
 For constraint ``k`` and sentence ``b`` the feature fires on arc ``(dep, head)`` when the child
 ``dep`` has a UPOS in ``child_k`` and the head satisfies the parent, direction and distance of the
-constraint. The model value of the constraint is ``E[# firing arcs] / # words with a child UPOS``,
+constraint, or, for a ``rules`` constraint, when ``(UPOS of dep, UPOS of head or ROOT)`` is one of
+its pairs. The model value of the constraint is ``E[# firing arcs] / # words with a child UPOS``,
 so ``counts[b, k]`` (that number of words) is its normaliser.
 """
 
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from parser.constraints.spec import Constraint, ConstraintSpecError
+from parser.constraints.spec import ROOT, Constraint, ConstraintSpecError
 
 
 @dataclass(frozen=True)
@@ -65,9 +66,31 @@ class ConstraintSet:
             return row
 
         self._child = torch.stack([table(c.child) for c in self.constraints])  # [K, V]
-        self._parent = torch.stack(
-            [table(None if c.to_root else c.parent) for c in self.constraints]
-        )  # [K, V]
+        # Which (child UPOS, head UPOS) pairs fire, and which child UPOS fire on ROOT: the
+        # product of child and parent tags, or a rules constraint's listed pairs.
+        pairs, roots = [], []
+        for c, child in zip(self.constraints, self._child):
+            if c.rules is not None:
+                pair = torch.zeros(vocab_size, vocab_size, dtype=torch.bool)
+                root = torch.zeros(vocab_size, dtype=torch.bool)
+                for dep, head in c.rules:
+                    if dep not in ids:
+                        continue
+                    if head == ROOT:
+                        root[ids[dep]] = True
+                    elif head in ids:
+                        pair[ids[dep], ids[head]] = True
+            elif c.to_root:
+                pair, root = torch.zeros(vocab_size, vocab_size, dtype=torch.bool), child.clone()
+            else:
+                pair = child[:, None] & table(c.parent)[None, :]
+                root = torch.zeros(vocab_size, dtype=torch.bool)
+            pairs.append(pair)
+            roots.append(root)
+        self._pairs = torch.stack(pairs)  # [K, V(child), V(head)]
+        self._roots = torch.stack(roots)  # [K, V(child)]
+        self._lower = torch.tensor([c.bound == "lower" for c in self.constraints])  # [K]
+        self._upper = torch.tensor([c.bound == "upper" for c in self.constraints])  # [K]
 
     def __len__(self) -> int:
         return len(self.constraints)
@@ -83,6 +106,11 @@ class ConstraintSet:
     def targets(self) -> Tensor:
         """``[K]`` float64 target proportions."""
         return torch.tensor([c.target for c in self.constraints], dtype=torch.float64)
+
+    @property
+    def bounds(self) -> tuple[Tensor, Tensor]:
+        """``([K] bool lower, [K] bool upper)``: one-sided constraints (neither: equality)."""
+        return self._lower.clone(), self._upper.clone()
 
     def features(self, upos: Tensor, lengths: Tensor) -> ConstraintFeatures:
         """Vectorise the constraints for a batch.
@@ -106,17 +134,13 @@ class ConstraintSet:
         positions = torch.arange(size, device=device)
         is_word = (positions > 0) & (positions <= lengths[:, None])  # [B, N+1]
         child = self._child.to(device)[:, upos] & is_word  # [K, B, N+1]
-        parent_word = self._parent.to(device)[:, upos] & is_word  # [K, B, N+1]
+        pair = self._pairs.to(device)[:, upos[:, :, None], upos[:, None, :]]  # [K, B, dep, head]
+        root = self._roots.to(device)[:, upos] & child  # [K, B, dep]
         offset = positions[None, :] - positions[:, None]  # [dep, head]: head - dep
-        to_root = torch.tensor([c.to_root for c in self.constraints], device=device)  # [K]
-        # ROOT-parent constraints: the head is position 0 and geometry does not apply.
-        head_ok = torch.where(to_root[:, None, None], (positions == 0).expand_as(parent_word),
-                              parent_word)  # [K, B, head]
-        geometry = torch.stack([
-            torch.ones(size, size, dtype=torch.bool, device=device) if c.to_root
-            else _geometry(offset, c) for c in self.constraints
-        ])  # [K, dep, head]
-        fires = child[:, :, :, None] & head_ok[:, :, None, :] & geometry[:, None]  # [K, B, dep, head]
+        geometry = torch.stack([_geometry(offset, c) for c in self.constraints])  # [K, dep, head]
+        # Word heads by the pair table and geometry; the ROOT column (head 0) by the root table.
+        to_word = pair & (is_word[:, None, :] & child[..., None]) & geometry[:, None]
+        fires = torch.cat([root[..., None], to_word[..., 1:]], dim=-1)  # [K, B, dep, head]
         index = fires.nonzero()  # k-major, as one row block per constraint
         arc_index = index[:, 1:]
         feature_ids = index[:, 0]

@@ -11,6 +11,14 @@ a proportion ``target`` has a head that satisfies the rest". The rest is:
 - ``distance``: ``|head - child|``, an integer or an inclusive bucket ``[low, high]`` with ``high``
   null for unbounded; not allowed with ``ROOT``.
 
+Instead of ``parent``, ``rules`` lists ``[child, parent]`` UPOS pairs (parent may be ``ROOT``): the
+arc fires when its (child, head) pair is one of them, as in Naseem et al. (2010)'s "proportion of
+arcs matching one of the universal rules". ``child`` then defaults to every UPOS tag (the
+proportion is over all words); each rule's child must be in ``child``; no direction or distance.
+
+``bound`` makes the target one-sided: ``lower`` ("at least target"), ``upper`` ("at most target")
+or ``equal`` (default, Druck et al.'s two-sided GE).
+
 The YAML file is either a list of constraints or a mapping with a ``constraints`` list (and
 optionally ``name`` and ``description``)::
 
@@ -19,6 +27,7 @@ optionally ``name`` and ``description``)::
       - {child: DET, parent: [NOUN, PROPN], target: 0.75}
       - {child: CCONJ, direction: right, target: 0.9}
       - {child: PUNCT, parent: ROOT, target: 0.0}
+      - {rules: [[DET, NOUN], [NOUN, VERB], [VERB, ROOT]], target: 0.8, bound: lower}
 """
 
 from __future__ import annotations
@@ -35,7 +44,8 @@ UPOS_TAGS: tuple[str, ...] = (
 )  # fmt: skip
 ROOT = "ROOT"
 DIRECTIONS = ("left", "right", "any")
-_KEYS = {"child", "parent", "direction", "distance", "target", "name", "note"}
+BOUNDS = ("equal", "lower", "upper")
+_KEYS = {"child", "parent", "direction", "distance", "target", "name", "note", "bound", "rules"}
 
 
 class ConstraintSpecError(ValueError):
@@ -52,6 +62,9 @@ class Constraint:
     distance:  inclusive ``(low, high)`` bucket of ``|head - child|``, ``high`` None = unbounded;
                ``None`` = any distance.
     target:    the expected proportion, in ``[0, 1]``.
+    bound:     ``"equal"`` (match the target), ``"lower"`` (at least it) or ``"upper"`` (at most).
+    rules:     ``(child, parent)`` UPOS pairs (parent may be ``"ROOT"``) the arc must match,
+               instead of ``parent``; ``None`` for an ordinary constraint.
     """
 
     child: tuple[str, ...]
@@ -60,13 +73,19 @@ class Constraint:
     direction: str = "any"
     distance: tuple[int, int | None] | None = None
     name: str = ""
+    bound: str = "equal"
+    rules: tuple[tuple[str, str], ...] | None = None
 
     @property
     def to_root(self) -> bool:
         return self.parent == (ROOT,)
 
     def describe(self) -> str:
-        """A short readable name such as ``DET->NOUN|PROPN`` or ``CCONJ->*:right``."""
+        """A short readable name such as ``DET->NOUN|PROPN``, ``CCONJ->*:right`` or
+        ``rules(13):>=``."""
+        bound = {"equal": "", "lower": ":>=", "upper": ":<="}[self.bound]
+        if self.rules is not None:
+            return f"rules({len(self.rules)}){bound}"
         parent = "*" if self.parent is None else "|".join(self.parent)
         text = f"{'|'.join(self.child)}->{parent}"
         if self.direction != "any":
@@ -74,7 +93,7 @@ class Constraint:
         if self.distance is not None:
             low, high = self.distance
             text += f":d{low}-{'' if high is None else high}"
-        return text
+        return text + bound
 
 
 def _tags(value: object, *, where: str, field: str, allow_root: bool) -> tuple[str, ...]:
@@ -121,11 +140,19 @@ def parse_constraint(entry: object, *, where: str) -> Constraint:
     unknown = sorted(set(entry) - _KEYS)
     if unknown:
         raise ConstraintSpecError(f"{where}: unknown keys {unknown} (known: {sorted(_KEYS)})")
-    if "child" not in entry or "target" not in entry:
-        raise ConstraintSpecError(f"{where}: 'child' and 'target' are required")
-    child = _tags(entry["child"], where=where, field="child", allow_root=False)
+    rules = entry.get("rules")
+    if "target" not in entry or ("child" not in entry and rules is None):
+        raise ConstraintSpecError(f"{where}: 'child' (or 'rules') and 'target' are required")
+    child = _tags(entry.get("child", UPOS_TAGS), where=where, field="child", allow_root=False)
     parent = entry.get("parent")
     parent = None if parent is None else _tags(parent, where=where, field="parent", allow_root=True)
+    bound = entry.get("bound", "equal")
+    if bound not in BOUNDS:
+        raise ConstraintSpecError(f"{where}: bound must be one of {BOUNDS}, got {bound!r}")
+    if rules is not None:
+        rules = _rules(rules, child, where=where)
+        if parent is not None or "direction" in entry or "distance" in entry:
+            raise ConstraintSpecError(f"{where}: 'rules' replaces parent, direction and distance")
     direction = entry.get("direction", "any")
     if direction not in DIRECTIONS:
         raise ConstraintSpecError(f"{where}: direction must be one of {DIRECTIONS}, got {direction!r}")
@@ -135,9 +162,27 @@ def parse_constraint(entry: object, *, where: str) -> Constraint:
     target = entry["target"]
     if isinstance(target, bool) or not isinstance(target, (int, float)) or not 0.0 <= target <= 1.0:
         raise ConstraintSpecError(f"{where}: target must be a number in [0, 1], got {target!r}")
-    constraint = Constraint(child, parent, float(target), direction, distance)
+    constraint = Constraint(child, parent, float(target), direction, distance, "", bound, rules)
     name = entry.get("name") or constraint.describe()
-    return Constraint(child, parent, float(target), direction, distance, str(name))
+    return Constraint(child, parent, float(target), direction, distance, str(name), bound, rules)
+
+
+def _rules(value: object, child: tuple[str, ...], *, where: str) -> tuple[tuple[str, str], ...]:
+    """``rules: [[child, parent], ...]`` -> validated pairs (each child in ``child``, no repeats)."""
+    if not isinstance(value, Sequence) or isinstance(value, str) or not value:
+        raise ConstraintSpecError(f"{where}: rules must be a non-empty list of [child, parent] pairs")
+    pairs = []
+    for i, rule in enumerate(value):
+        if not isinstance(rule, Sequence) or isinstance(rule, str) or len(rule) != 2:
+            raise ConstraintSpecError(f"{where}: rule {i} must be a [child, parent] pair, got {rule!r}")
+        (dep,) = _tags(rule[0], where=f"{where} rule {i}", field="child", allow_root=False)
+        (head,) = _tags(rule[1], where=f"{where} rule {i}", field="parent", allow_root=True)
+        if dep not in child:
+            raise ConstraintSpecError(f"{where}: rule {i} {rule!r}: child {dep} is not in child {child}")
+        pairs.append((dep, head))
+    if len(set(pairs)) != len(pairs):
+        raise ConstraintSpecError(f"{where}: repeated rule in {value!r}")
+    return tuple(pairs)
 
 
 def parse_spec(data: object, *, source: str) -> tuple[Constraint, ...]:

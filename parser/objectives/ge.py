@@ -8,8 +8,11 @@ batch (``aggregate="batch"``) or over every unlabeled sentence seen so far (``"c
 detached per-sentence vectors indexed by ``batch.index``, the current batch's entries replaced by
 their live values). The loss compares ``m`` with the targets ``t`` over the constraints that have
 at least one child word: ``sum_k (t_k - m_k)^2`` (``criterion="squared"``, Druck et al.) or
-``sum_k KL(Bernoulli(t_k) || Bernoulli(m_k))`` (``"kl"``). It is a sum over constraints, not a
-per-word quantity: proportions are already normalised.
+``sum_k KL(Bernoulli(t_k) || Bernoulli(m_k))`` (``"kl"``). A one-sided constraint (``bound:
+lower`` or ``upper``) contributes only while it is violated (``m_k < t_k``, resp. ``m_k > t_k``):
+an inequality, as in posterior regularisation (Naseem et al. 2010); both criteria have zero slope
+at ``m_k = t_k``, so the penalty is smooth there. It is a sum over constraints, not a per-word
+quantity: proportions are already normalised.
 
 A distributed trainer calls ``aggregate_of`` on each replica, all-reduces ``expected`` and
 ``counts`` (with a differentiable all-reduce), then ``loss_of``.
@@ -53,7 +56,8 @@ class GeneralizedExpectation:
     criterion: ``"squared"`` or ``"kl"``; aggregate: ``"batch"`` or ``"corpus"``; ``eps`` keeps
     the model proportions inside ``[eps, 1 - eps]`` for the KL. ``cache`` holds the corpus
     expectations (mutable state; save it with ``cache.state_dict()``).
-    Logs ``loss``, ``mean_abs_error`` (mean |t - m| over active constraints) and ``active``.
+    Logs ``loss``, ``mean_abs_error`` (mean |t - m| over active constraints; 0 for a satisfied
+    one-sided constraint) and ``active``.
     """
 
     constraints: ConstraintSet
@@ -121,9 +125,12 @@ class GeneralizedExpectation:
                 torch.xlogy(target, target) - target * m.log()
                 + torch.xlogy(1 - target, 1 - target) - (1 - target) * (1 - m).log()
             )  # fmt: skip
-        loss = torch.where(active, divergence, torch.zeros_like(divergence)).sum()
+        lower, upper = (bound.to(model.device) for bound in self.constraints.bounds)
+        satisfied = (lower & (model >= target)) | (upper & (model <= target))
+        violated = active & ~satisfied
+        loss = torch.where(violated, divergence, torch.zeros_like(divergence)).sum()
         n_active = active.sum()
-        error = torch.where(active, (target - model).abs(), torch.zeros_like(model)).sum()
+        error = torch.where(violated, (target - model).abs(), torch.zeros_like(model)).sum()
         logs = {
             "loss": loss.detach(),
             "mean_abs_error": (error / n_active.clamp(min=1)).detach(),

@@ -40,7 +40,17 @@ def test_a_valid_file_parses_every_field(tmp_path):
         ("{child: DET, parent: NOUNS, target: 0.5}", r"unknown UPOS 'NOUNS' in parent"),
         ("{child: DET, parent: NOUN, target: 1.5}", r"target must be a number in \[0, 1\], got 1.5"),
         ("{child: DET, parent: NOUN, target: -0.1}", r"target must be a number in \[0, 1\]"),
-        ("{child: DET, parent: NOUN}", r"'child' and 'target' are required"),
+        ("{child: DET, parent: NOUN}", r"'child' \(or 'rules'\) and 'target' are required"),
+        ("{parent: NOUN, target: 0.5}", r"'child' \(or 'rules'\) and 'target' are required"),
+        ("{child: DET, target: 0.5, bound: at_least}", r"bound must be one of"),
+        ("{rules: [[DET, NOUN]], parent: NOUN, target: 0.5}", r"'rules' replaces parent"),
+        ("{rules: [[DET, NOUN]], distance: 1, target: 0.5}", r"'rules' replaces parent"),
+        ("{rules: [], target: 0.5}", r"rules must be a non-empty list"),
+        ("{rules: [[DET, NOUN, VERB]], target: 0.5}", r"rule 0 must be a \[child, parent\] pair"),
+        ("{rules: [[DET, NOUN], [ROOT, DET]], target: 0.5}", r"rule 1: unknown UPOS 'ROOT' in child"),
+        ("{rules: [[DET, NOUNS]], target: 0.5}", r"rule 0: unknown UPOS 'NOUNS' in parent"),
+        ("{child: DET, rules: [[NOUN, VERB]], target: 0.5}", r"rule 0 .*child NOUN is not in child"),
+        ("{rules: [[DET, NOUN], [DET, NOUN]], target: 0.5}", r"repeated rule"),
         ("{child: DET, target: 0.5, direction: up}", r"direction must be one of"),
         ("{child: DET, target: 0.5, distance: [3, 1]}", r"distance bucket"),
         ("{child: DET, parent: ROOT, direction: left, target: 0.5}", r"do not apply to parent ROOT"),
@@ -54,6 +64,24 @@ def test_bad_constraints_name_the_file_and_entry(tmp_path, entry, message):
     with pytest.raises(ConstraintSpecError, match=message.replace("constraint 0", "constraint 1")) as error:
         read_spec(path)
     assert "bad.yaml" in str(error.value)
+
+
+def test_rules_and_bounds_parse():
+    rules, upper = parse_spec(
+        [
+            {"rules": [["DET", "NOUN"], ["VERB", "ROOT"]], "target": 0.8, "bound": "lower"},
+            {"child": "PUNCT", "parent": "ROOT", "target": 0.1, "bound": "upper"},
+        ],
+        source="x",
+    )
+    assert rules.rules == (("DET", "NOUN"), ("VERB", "ROOT")) and rules.parent is None
+    assert len(rules.child) == 17 and rules.bound == "lower" and rules.name == "rules(2):>="
+    assert upper.bound == "upper" and upper.rules is None and upper.name == "PUNCT->ROOT:<="
+    (plain,) = parse_spec([{"child": "DET", "target": 0.5}], source="x")
+    assert plain.bound == "equal" and plain.name == "DET->*"
+    constraint_set = load_constraints("ud_rules", NAMES)
+    lower, up = constraint_set.bounds
+    assert lower.all() and not up.any() and len(constraint_set) == 1
 
 
 def test_bad_documents(tmp_path):
