@@ -47,10 +47,21 @@ def random_scores(length: int, *, generator: torch.Generator, scale: float = 1.0
     return scale * torch.randn(1, length + 1, length + 1, generator=generator, dtype=dtype)
 
 
-def length_buckets(lengths: list[int], batch_size: int) -> list[list[int]]:
-    """Sentences sorted by length, cut into batches of ``batch_size`` (indices into ``lengths``)."""
+def length_buckets(lengths: list[int], batch_size: int, *, max_ratio: float | None = None) -> list[list[int]]:
+    """Sentences sorted by length, cut into batches of ``batch_size`` (indices into ``lengths``).
+
+    ``max_ratio``: also start a new batch where a sentence is more than ``max_ratio`` times as
+    long as the batch's first (a padded batch costs its longest sentence's N^3 for every row:
+    the long tail of a test set would otherwise pad 97-word sentences to 187).
+    """
     order = sorted(range(len(lengths)), key=lengths.__getitem__)
-    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    batches: list[list[int]] = []
+    for i in order:
+        if (not batches or len(batches[-1]) == batch_size
+                or (max_ratio is not None and lengths[i] > max_ratio * lengths[batches[-1][0]])):
+            batches.append([])
+        batches[-1].append(i)
+    return batches
 
 
 def padded_scores(lengths: list[int], *, generator: torch.Generator, dtype: torch.dtype,

@@ -33,6 +33,7 @@ from parser.structs.log_elimination import (
     logsumexp_safe,
     pairwise_marginals_by_elimination,
 )
+from parser.structs.one_sentence import one_sentence_factors
 
 __all__ = ["TreeCRF"]
 
@@ -77,11 +78,18 @@ def _check_scores(scores: Tensor, lengths: Tensor) -> bool:
             raise ValueError(
                 f"lengths[{bad}] = {int(lengths[bad])} outside 1..N = 1..{size - 1} (scores {tuple(scores.shape)})"
             )
-    # One pass on the common path: the maximum is NaN or +inf exactly when a score is.
-    if scores.numel() and not float(scores.detach().amax()) < float("inf"):
+    # One pass on the common path: the maximum is NaN or +inf exactly when a score is. (numpy's
+    # on the CPU: in a one-sentence call a torch op costs several times its isolated time.)
+    if scores.numel() and not float(_maximum(scores.detach())) < float("inf"):
         where = tuple(int(i) for i in (torch.isnan(scores) | torch.isposinf(scores)).nonzero()[0])
         raise ValueError(f"scores{list(where)} = {scores[where].item()}: NaN or +inf score")
     return low < size - 1
+
+
+def _maximum(scores: Tensor) -> Tensor | float:
+    if scores.device.type == "cpu" and scores.dtype in (torch.float32, torch.float64):
+        return scores.numpy().max()
+    return scores.amax()
 
 
 def _as(tensor: Tensor, dtype: torch.dtype) -> Tensor:
@@ -173,6 +181,14 @@ class TreeCRF(Distribution):
 
     @_cached
     def _factors(self) -> LaplacianFactors:
+        scores = self.scores
+        if (scores.shape[0] == 1 and not self._padded and scores.device.type == "cpu"
+                and scores.dtype in (torch.float32, torch.float64) and not self._has_graph):
+            # One sentence, no graph: the same fast path with numpy's cheaper per-op cost.
+            arcs = self._scores64 if self.labeled else scores  # (unmasked is fine here)
+            *parts, trusted, entropy = one_sentence_factors(arcs, single_root=self.single_root,
+                                                            tol=self._tolerance)
+            return LaplacianFactors(*parts, trusted, entropy, single_root=self.single_root)
         return matrix_tree(self._scores64, self.lengths, single_root=self.single_root,
                            tolerance=self._tolerance, padded=self._padded, factorization=self._lu)
 

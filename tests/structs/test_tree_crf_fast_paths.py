@@ -75,19 +75,25 @@ def test_certificate_fails_on_nan_and_on_a_sentence_without_trees():
 
 
 @pytest.mark.parametrize("scale", [1.0, 30.0, 100.0, 300.0])
-def test_one_sentence_trust_in_python_matches_the_batched_test(scale):
-    """B = 1 tests in Python floats after one sync; B > 1 with tensor ops: same verdicts."""
+def test_one_sentence_path_agrees_with_the_batched_test_and_is_exact_where_trusted(scale):
+    """B = 1 runs the numpy copy of the fast path (parser.structs.one_sentence), B > 1 the
+    tensor one: different LAPACK calls, so borderline verdicts may differ, but rarely, and
+    every trusted result is within the tolerance of the exact elimination."""
     gen = torch.Generator().manual_seed(int(scale))
     n = 12
     scores = scale * torch.randn(24, n + 1, n + 1, generator=gen, dtype=torch.float64)
     lengths = torch.full((24,), n)
     batched = TreeCRF(scores, lengths)._factors.trusted
-    single = torch.cat([TreeCRF(scores[i : i + 1], lengths[i : i + 1])._factors.trusted for i in range(24)])
-    assert torch.equal(batched, single)
+    singles = [TreeCRF(scores[i : i + 1], lengths[i : i + 1]) for i in range(24)]
+    single = torch.tensor([crf._factors.all_trusted for crf in singles])
+    assert (batched == single).sum() >= 21
+    if scale == 1.0:
+        assert single.all()
     exact = _exact(TreeCRF(scores, lengths))
-    for i in range(24):  # and every one-at-a-time log Z is exact, whichever path it took
-        torch.testing.assert_close(TreeCRF(scores[i : i + 1], lengths[i : i + 1]).log_partition,
-                                   exact[i : i + 1], rtol=1e-12, atol=1e-9)
+    for i, crf in enumerate(singles):  # every one-at-a-time log Z is exact, whichever path it took
+        torch.testing.assert_close(crf.log_partition, exact[i : i + 1], rtol=1e-12, atol=1e-9)
+        if single[i]:
+            torch.testing.assert_close(crf._factors.log_z, exact[i : i + 1], rtol=0, atol=1e-9)
 
 
 def test_per_size_constants_are_views_of_one_growing_allocation():

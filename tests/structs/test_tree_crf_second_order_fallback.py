@@ -11,7 +11,7 @@ from parser.structs import TreeCRF, slow
 from tests.structs.brute import enumerate_distribution
 
 N = 5
-SEED = 4  # N(0, 1) scores of this seed, scaled by 60-90, fail the LU trust test (asserted;
+SEED = 4  # N(0, 1) scores of this seed, scaled by 50-70, fail the LU trust test (asserted;
 # which scales fail moves with LU rounding details: those it trusts are exact, tested elsewhere)
 
 
@@ -35,7 +35,7 @@ def _brute(scores: torch.Tensor, n: int, *, single_root: bool):
     return torch.exp(log_weights - log_z), indicators
 
 
-@pytest.mark.parametrize("scale", [60.0, 80.0, 90.0])
+@pytest.mark.parametrize("scale", [50.0, 60.0, 70.0])
 def test_fallback_covariance_and_pairwise_equal_brute_force(scale):
     scores = _peaked(scale)
     crf = TreeCRF(scores, torch.tensor([N]))

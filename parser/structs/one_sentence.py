@@ -1,0 +1,109 @@
+"""The LU fast path of :mod:`.laplacian` for one unpadded sentence on the CPU without autograd.
+
+Same mathematics, same trust test (:func:`.lu_trust.trusted_one`), but the elementwise work is
+done in numpy on views of the tensors: at sentence sizes a numpy op costs ~1 us where a torch op
+costs ~4 us, and a call is ~25 such ops around two LAPACK calls. This
+is what one-sentence-at-a-time use (a parsing server, the TACL paper's Table 1) pays per call.
+The batched path stays in torch; tests compare the two.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from parser.structs.lu_trust import error_terms
+
+__all__ = ["one_sentence_factors"]
+
+
+@lru_cache(maxsize=512)
+def _layout(n: int, single_root: bool) -> tuple[np.ndarray, ...]:
+    """Constants for ``n`` words, read-only: (off-arc penalty ``[N, N+1]`` 0 / -inf on the
+    diagonal arcs (d, d), head signs ``[N+1]``, flat indices of ``M[d, d]`` in ``[N, N+1]``,
+    the solve's right-hand side ``[N, N+1]``, the spread ``[N+1]``)."""
+    words = np.arange(n)
+    penalty = np.zeros((n, n + 1))
+    penalty[words, words + 1] = -np.inf
+    head_signs = -np.ones(n + 1)
+    head_signs[0] = 1.0
+    diagonal = words * (n + 1) + words + 1
+    rhs = np.concatenate([np.zeros((n, 1)), -np.eye(n)], 1)
+    spread = -np.ones(n + 1)
+    if single_root:
+        rhs[0, 0], rhs[0, 1] = 1.0, 0.0
+        spread[0] = 0.0
+    constants = (penalty, head_signs, diagonal, rhs, spread)
+    for array in constants:
+        array.flags.writeable = False
+    return constants
+
+
+def one_sentence_factors(scores: Tensor, *, single_root: bool, tol: float):
+    """``(weight_rows, solved, log_z, marginal_rows, trusted, entropy)`` for ``scores [1, N+1,
+    N+1]`` (one sentence filling the tensor, unmasked: row 0 and the diagonal are ignored), as
+    :func:`.laplacian.matrix_tree` computes them (float64 tensors with a batch dimension of 1;
+    ``trusted`` a Python bool). CPU, no autograd."""
+    n = scores.shape[-1] - 1
+    penalty, head_signs, diagonal, rhs, spread = _layout(n, single_root)
+    raw = scores.detach().numpy()[0, 1:]
+    rows = (raw if raw.dtype == np.float64 else raw.astype(np.float64)) + penalty  # [dep, head]
+    shift = rows.max(1)
+    shift_total = shift.sum()
+    if not np.isfinite(shift_total):  # a word without allowed heads (or NaN): no LU, exact path
+        nan = np.full_like(rows, np.nan)
+        return (*(torch.from_numpy(nan[None]) for _ in range(2)), torch.from_numpy(np.array([np.nan])),
+                torch.from_numpy(nan[None]), False, torch.from_numpy(np.array([np.nan])))
+    weights = rows - shift[:, None]
+    _in_place(np.exp, torch.exp, weights)
+    incoming = weights[:, 1:].sum(1)
+    if not single_root:
+        incoming += weights[:, 0]
+    table = weights * head_signs  # column h + 1: word h's column of M; column 0: ROOT weights
+    table.flat[diagonal] = incoming
+    if single_root:
+        table[:, 1] = weights[:, 0]  # Koo et al.: word 1's column := ROOT's
+    lap = table[:, 1:]
+    sign, log_det = np.linalg.slogdet(lap)  # two LAPACK calls cost less than torch's LU + solve
+    if not sign > 0:  # no tree (a word without heads), or rounding flipped the sign: exact path
+        solved = np.full_like(rhs, np.nan)
+    else:
+        solved = np.linalg.solve(lap.T, rhs)  # M^{-T} rhs, as in matrix_tree
+    log_z = log_det + shift_total
+    marginal_rows = solved + solved.flat[diagonal][:, None] * spread
+    marginal_rows *= weights
+    finite = rows
+    np.copyto(finite, 0.0, where=finite == -np.inf)
+    entropy = log_z - np.vdot(marginal_rows, finite)
+    # Large arrays: reuse ``table`` as scratch (a fresh one costs page faults on first touch).
+    np.multiply(table, solved, out=table)
+    cancelled = np.abs(table, out=table).sum()
+    score_size = np.abs(finite, out=table).sum()
+    # A negative marginal fails the test below (as log's NaN does in torch's); abs keeps numpy's
+    # warnings out (np.errstate would cost more than the rest of a small call).
+    logs = np.abs(marginal_rows, out=table)
+    logs += 1e-300
+    plogp = np.vdot(marginal_rows, _in_place(np.log, torch.log, logs))
+    sums = marginal_rows.sum(1)
+    # A NaN anywhere reaches a term (min/max propagate it) and fails its comparison.
+    terms = error_terms(n, tol, float(cancelled), float(entropy), float(score_size), float(plogp),
+                        float(sums.min()), float(sums.max()))
+    nonnegative = marginal_rows.min() >= -1e-300  # NaN fails
+    trusted = bool(sign > 0) and bool(nonnegative) and all(term <= tol for term in terms)
+    return (torch.from_numpy(weights[None]), torch.from_numpy(solved[None]),
+            torch.from_numpy(np.array([log_z])), torch.from_numpy(marginal_rows[None]), trusted,
+            torch.from_numpy(np.array([entropy])))
+
+
+def _in_place(numpy_op, torch_op, array: np.ndarray) -> np.ndarray:
+    """``array = op(array)``: numpy's exp/log are scalar loops here, torch's vectorised but
+    dearer to call; the switch is at ~4,000 elements (measured inside a one-sentence call, where a torch
+    op costs more than alone)."""
+    if array.size < 4096:
+        return numpy_op(array, out=array)
+    view = torch.from_numpy(array)
+    torch_op(view, out=view)
+    return array
