@@ -228,10 +228,16 @@ class Factorization:
         real = self.real = lengths.unsqueeze(-1) >= constants.word_positions if padded else None
         if real is not None:
             incoming = torch.where(real, incoming, constants.one)
-        # M[d, d] sits at offset 1 of ``table``.
-        table = torch.diagonal_scatter(weights * constants.head_signs, incoming, 1, dim1=-2, dim2=-1)
-        if single_root:
-            table = torch.select_scatter(table, root, 2, 1)  # Koo et al.: word 1's column := ROOT's
+        # M[d, d] sits at offset 1 of ``table``; single root (Koo et al.): word 1's column := ROOT's.
+        table = weights * constants.head_signs
+        if scores.requires_grad:  # out of place, for autograd
+            table = torch.diagonal_scatter(table, incoming, 1, dim1=-2, dim2=-1)
+            if single_root:
+                table = torch.select_scatter(table, root, 2, 1)
+        else:  # in place: two fewer copies of the whole batch
+            table.diagonal(1, dim1=-2, dim2=-1).copy_(incoming)
+            if single_root:
+                table.select(2, 1).copy_(root)
         self.table = table
         # LU of M^T (same determinant): ``table`` is row-major, so M^T is LAPACK's column-major
         # layout, and the solve below is a plain (not adjoint) one, which is faster.

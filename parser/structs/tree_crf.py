@@ -248,6 +248,13 @@ class TreeCRF(Distribution):
     @_cached
     def arc_marginals(self) -> Tensor:
         """``[B, dep, head]`` p(head(dep) = head); exactly 0 on padding, row 0 and diagonal."""
+        if self.scores.dtype != torch.float64 and "_partition" not in self.__dict__ and not self._has_graph:
+            factors = self._factors
+            if factors.all_trusted:  # ROOT's zero row and the input dtype in one pass
+                rows = factors.marginal_rows
+                out = rows.new_zeros(rows.shape[0], rows.shape[2], rows.shape[2], dtype=self.scores.dtype)
+                out.narrow(1, 1, rows.shape[1]).copy_(rows)
+                return out
         return _as(self._partition[1], self.scores.dtype)
 
     @_cached
