@@ -127,6 +127,20 @@ class TrainingStream:
             unlabeled_ratio=unlabeled_ratio,
         )
 
+    def keep_only(self, consumed: set[str], *, names: str) -> list[str]:
+        """Drop the streams no objective term consumes (``consumed``: ``"labeled"`` and/or
+        ``"unlabeled"``), so that no step is spent on a batch nothing reads; returns the dropped
+        kinds. ``names`` (the terms) goes into the error when nothing consumed is left."""
+        dropped = []
+        if UNLABELED not in consumed and self.unlabeled is not None:
+            self.unlabeled, dropped = None, [*dropped, UNLABELED]
+        if LABELED not in consumed and self.labeled is not None:
+            self.labeled, dropped = None, [*dropped, LABELED]
+        if self.labeled is None and self.unlabeled is None:
+            raise ValueError(f"objective terms {names} read only {sorted(consumed)} batches, and the "
+                             "training data has none (check data.labeled_size / data.unlabeled_file)")
+        return dropped
+
     @property
     def primary(self) -> BucketBatcher:
         """The batcher whose passes count as epochs."""
@@ -173,8 +187,9 @@ class TrainingStream:
 
     def load_state_dict(self, state: dict) -> None:
         for kind, batcher in ((LABELED, self.labeled), (UNLABELED, self.unlabeled)):
-            if (batcher is None) != (state.get(kind) is None):
-                raise ValueError(f"stream state: {kind} stream present in one of state/stream only")
+            # (a stream in the state but not here was dropped by keep_only: nothing reads it)
+            if batcher is not None and state.get(kind) is None:
+                raise ValueError(f"stream state: no {kind} stream saved, but this run has one")
             if batcher is not None:
                 batcher.load_state_dict(state[kind])
             self._iterators[kind] = None  # recreated from the restored position

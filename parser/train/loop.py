@@ -4,8 +4,9 @@ One step: next ``(kind, batch)`` of the stream -> ``model(batch)`` -> ``objectiv
 step=step)`` -> backward -> clip -> optimiser and schedule step. A step whose loss or gradient
 norm is not finite is skipped (no update) and counted; ``trainer.max_nonfinite`` of them in a row
 stop the run. Every ``trainer.eval_every`` steps the dev set is parsed (maximum spanning trees)
-and scored; a better dev LAS (UAS when there are no relations) writes ``best.pt``, and
-``trainer.patience`` evaluations without gain stop training. A periodic checkpoint follows each
+and scored; a better dev LAS (UAS without labeled training trees: nothing learns relations)
+writes ``best.pt``, and ``trainer.patience`` evaluations without gain stop training. A stream of
+batches that no objective term reads is not drawn. A periodic checkpoint follows each
 evaluation: model, optimiser, schedule, step, epoch, stream position, RNG states, early-stopping
 state, the objective's state (GE corpus expectations), resolved config and vocabularies, so that
 ``trainer.resume`` continues exactly.
@@ -100,9 +101,12 @@ class Trainer:
                 if split is not None:
                     log_unknown_words(split.sentences, self.vocabs, name=split.path)
         self.model: ParserModel = build_parser(cfg.model, self.vocabs.sizes()).to(self.device)
-        self.objective = self.dist.objective(build_training_objective(
+        objective = build_training_objective(
             cfg.objective.terms, vocabs=self.vocabs, labeled=self.data.labeled, device=self.device
-        ))
+        )
+        for kind in self.data.stream.keep_only(objective.streams(), names=objective.names):
+            log.info("no objective term reads %s batches: that stream is not drawn", kind)
+        self.objective = self.dist.objective(objective)
         self.optimizer = build_optimizer(self.model.parameters(), cfg.optim)
         # Averaged weights for evaluation and checkpoints (optim.average); None: the raw ones.
         self.average = build_average(self.model, kind=cfg.optim.average, decay=cfg.optim.ema_decay)
@@ -324,7 +328,9 @@ class Trainer:
         scores = self.dist.on_main(self.evaluate_dev)  # rank 0 parses; all ranks get the scores
         gained = False
         if scores is not None:
-            score = scores["las"] if scores.get("las") is not None else scores["uas"]
+            # LAS when relations are learned (labeled trees exist); else UAS (GE alone: LAS ~0).
+            las = scores.get("las") if self.data.labeled else None
+            score = las if las is not None else scores["uas"]
             self.logger.scalars({f"dev/{k}": v for k, v in scores.items()
                                  if k in ("uas", "las", "label_acc") and v is not None},
                                 step=self.state.step)

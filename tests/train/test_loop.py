@@ -166,3 +166,21 @@ def test_time_budget_stops_training_and_still_checkpoints(tmp_path):
 def test_a_negative_time_budget_is_refused(tmp_path):
     with pytest.raises(ValueError, match=r"trainer.max_minutes=-1.0: must be >= 0"):
         Trainer(tiny_config("trainer.max_minutes=-1"), run_dir=tmp_path)
+
+
+def test_without_labeled_trees_the_best_checkpoint_is_chosen_on_dev_uas(tmp_path):
+    """GE alone learns no relation: dev LAS is ~0 and would pick an arbitrary best.pt."""
+    cfg = tiny_config("objective=ge", "data.labeled_size=0", "trainer.max_steps=2", "trainer.eval_every=2",
+                      "trainer.final_eval=false", "trainer.patience=null")
+    trainer = Trainer(cfg, run_dir=tmp_path)
+    scores = {}
+    evaluate = trainer.evaluate_dev
+
+    def recorded():
+        scores.update(evaluate())
+        return scores
+
+    trainer.evaluate_dev = recorded
+    state = trainer.fit()
+    assert scores["uas"] != scores["las"]  # the two differ, so the test can tell them apart
+    assert state.best_score == scores["uas"] and state.best_step == 2

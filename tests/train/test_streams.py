@@ -121,3 +121,24 @@ def test_semi_supervised_training_logs_every_term(tmp_path):
         assert tag in tags, (tag, sorted(tags))
     assert any(tag.startswith("train/arc_entropy") for tag in tags)
     assert torch.isfinite(torch.tensor(events.Scalars("train/lr")[-1].value))
+
+
+def test_a_stream_no_term_reads_is_not_drawn(fixtures):
+    data = load_training_data(_data_config(fixtures, labeled_size=8, unlabeled_ratio=1.0), seed=0)
+    state_with_both = data.stream.state_dict()
+    assert data.stream.keep_only({"labeled"}, names=["likelihood"]) == [UNLABELED]
+    assert {kind for kind, _, _ in _draw(data.stream, 6)} == {LABELED}
+    data.stream.load_state_dict(state_with_both)  # a checkpoint made before the drop still loads
+    assert data.stream.keep_only({"labeled", "unlabeled"}, names=["likelihood", "entropy"]) == []
+    no_trees = load_training_data(_data_config(fixtures, labeled_size=0), seed=0)
+    with pytest.raises(ValueError, match=r"objective terms \['likelihood'\] read only \['labeled'\]"):
+        no_trees.stream.keep_only({"labeled"}, names=["likelihood"])
+
+
+def test_trainer_with_likelihood_only_draws_no_unlabeled_batch(tmp_path, caplog):
+    cfg = tiny_config("data.labeled_size=6", "data.unlabeled_ratio=1.0", "objective=likelihood",
+                      "trainer.max_steps=3", "trainer.eval_every=3", "trainer.final_eval=false")
+    with caplog.at_level("INFO"):
+        trainer = Trainer(cfg, run_dir=tmp_path)
+    assert trainer.data.stream.unlabeled is None
+    assert "no objective term reads unlabeled batches" in caplog.text
