@@ -19,6 +19,18 @@ from parser.structs.lu_trust import error_terms
 
 __all__ = ["one_sentence_factors"]
 
+try:  # numpy's LAPACK gufuncs themselves: the public wrappers' checks cost ~8 us a call here,
+    # and this path checks its input itself (finite weights; the sign before solving).
+    from numpy.linalg import _umath_linalg
+
+    def _slogdet(a: np.ndarray) -> tuple[float, float]:
+        return _umath_linalg.slogdet(a, signature="d->dd")
+
+    def _solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return _umath_linalg.solve(a, b, signature="dd->d")
+except (ImportError, AttributeError):  # another numpy layout: the public functions
+    _slogdet, _solve = np.linalg.slogdet, np.linalg.solve
+
 
 @lru_cache(maxsize=512)
 def _layout(n: int, single_root: bool) -> tuple[np.ndarray, ...]:
@@ -67,11 +79,11 @@ def one_sentence_factors(scores: Tensor, *, single_root: bool, tol: float):
     if single_root:
         table[:, 1] = weights[:, 0]  # Koo et al.: word 1's column := ROOT's
     lap = table[:, 1:]
-    sign, log_det = np.linalg.slogdet(lap)  # two LAPACK calls cost less than torch's LU + solve
+    sign, log_det = _slogdet(lap)  # two LAPACK calls cost less than torch's LU + solve
     if not sign > 0:  # no tree (a word without heads), or rounding flipped the sign: exact path
         solved = np.full_like(rhs, np.nan)
     else:
-        solved = np.linalg.solve(lap.T, rhs)  # M^{-T} rhs, as in matrix_tree
+        solved = _solve(lap.T, rhs)  # M^{-T} rhs, as in matrix_tree
     log_z = log_det + shift_total
     marginal_rows = solved + solved.flat[diagonal][:, None] * spread
     marginal_rows *= weights

@@ -3,6 +3,7 @@ the batched tensor path and the exact log-space elimination; and when TreeCRF ta
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -97,3 +98,30 @@ def test_taken_only_for_one_unpadded_cpu_sentence_without_a_graph(monkeypatch):
         two = TreeCRF(labeled.expand(2, 6, 6, 3), torch.tensor([5, 5])).entropy()
     assert len(calls) == 3
     torch.testing.assert_close(one.expand(2), two, rtol=1e-12, atol=1e-12)
+
+
+def test_the_public_numpy_functions_give_the_same_factors(monkeypatch):
+    """The path calls numpy's LAPACK gufuncs directly where numpy has them; the fallback (the
+    public np.linalg functions) gives the same numbers."""
+    from parser.structs import one_sentence
+
+    gen = torch.Generator().manual_seed(5)
+    scores = torch.randn(1, 15, 15, generator=gen, dtype=torch.float64)
+    direct = one_sentence_factors(scores, single_root=True, tol=1e-9)
+    monkeypatch.setattr(one_sentence, "_slogdet", np.linalg.slogdet)
+    monkeypatch.setattr(one_sentence, "_solve", np.linalg.solve)
+    public = one_sentence_factors(scores, single_root=True, tol=1e-9)
+    assert direct[4] is public[4] is True
+    for a, b in zip(direct[:4] + direct[5:], public[:4] + public[5:]):
+        torch.testing.assert_close(a, b, rtol=1e-13, atol=1e-14)
+
+
+def test_underflowing_root_weights_make_a_singular_laplacian_and_take_the_exact_path():
+    scores = torch.zeros(1, 5, 5, dtype=torch.float64)
+    scores[0, 1:, 0] = -1000.0  # exp(-1000) = 0: no root arc survives the shift
+    assert not one_sentence_factors(scores, single_root=True, tol=1e-9)[4]
+    with torch.no_grad():
+        crf = TreeCRF(scores, torch.tensor([4]))
+        # 4 choices of root word, 4^2 = 16 trees below it (Cayley: n^(n-2) per root), all of score -1000
+        torch.testing.assert_close(crf.log_partition, torch.tensor([-1000.0 + np.log(4 * 16)], dtype=torch.float64))
+        torch.testing.assert_close(crf.marginals[0, 1:, 0], torch.full((4,), 0.25, dtype=torch.float64))
