@@ -1,10 +1,11 @@
 """The LU fast path of :mod:`.laplacian` for one unpadded sentence on the CPU without autograd.
 
-Same mathematics, same trust test (:func:`.lu_trust.trusted_one`), but the elementwise work is
-done in numpy on views of the tensors: at sentence sizes a numpy op costs ~1 us where a torch op
-costs ~4 us, and a call is ~25 such ops around two LAPACK calls. This
-is what one-sentence-at-a-time use (a parsing server, the TACL paper's Table 1) pays per call.
-The batched path stays in torch; tests compare the two.
+Same mathematics and the same error terms as the trust test (:func:`.lu_trust.error_terms`; the
+determinant's sign and negative marginals checked directly), but in numpy on views of the
+tensors: a call is ~25 elementwise operations around two LAPACK calls (slogdet, solve), and at
+sentence sizes a numpy operation costs ~1 us where a torch one costs several (more again when
+numpy and torch calls alternate). This is what one-sentence-at-a-time use pays per call (a
+parsing server; the TACL paper's Table 1). Batches stay in torch; tests compare the two paths.
 """
 
 from __future__ import annotations
