@@ -153,7 +153,16 @@ class TreeCRF(Distribution):
     @_cached
     def _scores64(self) -> Tensor:
         """``arc_scores`` in float64."""
-        return _as(self.arc_scores, torch.float64)
+        scores = self.scores
+        if scores.dtype == torch.float64 or self.labeled or self._has_graph or "arc_scores" in self.__dict__:
+            return _as(self.arc_scores, torch.float64)
+        # Lower-precision input: convert, then mask the copy in place (a pass fewer than masking
+        # the input first; arc_scores in the input dtype is only built if asked for).
+        size = scores.shape[1]
+        converted = scores.to(torch.float64)
+        if not self._padded:
+            return converted.add_(laplacian.off_arc_penalty(size, torch.float64, scores.device))
+        return converted.masked_fill_(laplacian.off_arc_mask(self.lengths, size), NEG_INF)
 
     @property
     def _has_graph(self) -> bool:
