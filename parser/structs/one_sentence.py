@@ -67,9 +67,9 @@ def one_sentence_factors(scores: Tensor, *, single_root: bool, tol: float):
     shift = rows.max(1)
     shift_total = shift.sum()
     if not np.isfinite(shift_total):  # a word without allowed heads (or NaN): no LU, exact path
-        nan = np.full_like(rows, np.nan)
-        return (*(torch.from_numpy(nan[None]) for _ in range(2)), torch.from_numpy(np.array([np.nan])),
-                torch.from_numpy(nan[None]), False, torch.from_numpy(np.array([np.nan])))
+        nan_rows = torch.full((1, n, n + 1), float("nan"), dtype=torch.float64)
+        nan = torch.full((1,), float("nan"), dtype=torch.float64)
+        return nan_rows, nan_rows, nan, nan_rows, False, nan
     weights = rows - shift[:, None]
     _in_place(np.exp, torch.exp, weights)
     incoming = weights[:, 1:].sum(1)

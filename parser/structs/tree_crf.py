@@ -86,10 +86,14 @@ def _check_scores(scores: Tensor, lengths: Tensor) -> bool:
     return low < size - 1
 
 
+def _numpy_ready(scores: Tensor) -> bool:
+    """CPU float32/float64: ``scores.numpy()`` is a free view (one-sentence path, input check)."""
+    return scores.device.type == "cpu" and scores.dtype in (torch.float32, torch.float64)
+
+
 def _maximum(scores: Tensor) -> Tensor | float:
-    if scores.device.type == "cpu" and scores.dtype in (torch.float32, torch.float64):
-        return scores.numpy().max()
-    return scores.amax()
+    """The largest score, by numpy where it can view the tensor (cheaper per call)."""
+    return scores.numpy().max() if _numpy_ready(scores) else scores.amax()
 
 
 def _as(tensor: Tensor, dtype: torch.dtype) -> Tensor:
@@ -144,25 +148,28 @@ class TreeCRF(Distribution):
         """``[B, dep, head]`` arc scores (log-sum-exp over labels), -inf off arcs."""
         if self.labeled:
             return logsumexp_safe(self.labeled_scores, -1)
-        if not self._padded:  # + a cached 0 / -inf mask: one vectorised add (scores have no +inf)
-            return self.scores + laplacian.off_arc_penalty(self.scores.shape[1], self.scores.dtype,
-                                                           self.scores.device)
-        return self.scores.masked_fill(laplacian.off_arc_mask(self.lengths, self.scores.shape[1]), NEG_INF)
+        return self._off_arcs_masked(self.scores, in_place=False)
+
+    def _off_arcs_masked(self, scores: Tensor, *, in_place: bool) -> Tensor:
+        """``scores [B, dep, head]`` with -inf off arcs: one add of a cached 0 / -inf mask when
+        unpadded (scores have no +inf), else a masked fill."""
+        size = scores.shape[1]
+        if not self._padded:
+            penalty = laplacian.off_arc_penalty(size, scores.dtype, scores.device)
+            return scores.add_(penalty) if in_place else scores + penalty
+        mask = laplacian.off_arc_mask(self.lengths, size)
+        return scores.masked_fill_(mask, NEG_INF) if in_place else scores.masked_fill(mask, NEG_INF)
 
     # ----------------------------------------------------------------- log Z and marginals
     @_cached
     def _scores64(self) -> Tensor:
         """``arc_scores`` in float64."""
-        scores = self.scores
-        if scores.dtype == torch.float64 or self.labeled or self._has_graph or "arc_scores" in self.__dict__:
+        if (self.scores.dtype == torch.float64 or self.labeled or self._has_graph
+                or "arc_scores" in self.__dict__):
             return _as(self.arc_scores, torch.float64)
         # Lower-precision input: convert, then mask the copy in place (a pass fewer than masking
         # the input first; arc_scores in the input dtype is only built if asked for).
-        size = scores.shape[1]
-        converted = scores.to(torch.float64)
-        if not self._padded:
-            return converted.add_(laplacian.off_arc_penalty(size, torch.float64, scores.device))
-        return converted.masked_fill_(laplacian.off_arc_mask(self.lengths, size), NEG_INF)
+        return self._off_arcs_masked(self.scores.to(torch.float64), in_place=True)
 
     @property
     def _has_graph(self) -> bool:
@@ -191,8 +198,7 @@ class TreeCRF(Distribution):
     @_cached
     def _factors(self) -> LaplacianFactors:
         scores = self.scores
-        if (scores.shape[0] == 1 and not self._padded and scores.device.type == "cpu"
-                and scores.dtype in (torch.float32, torch.float64) and not self._has_graph):
+        if scores.shape[0] == 1 and not self._padded and _numpy_ready(scores) and not self._has_graph:
             # One sentence, no graph: the same fast path with numpy's cheaper per-op cost.
             arcs = self._scores64 if self.labeled else scores  # (unmasked is fine here)
             *parts, trusted, entropy = one_sentence_factors(arcs, single_root=self.single_root,
