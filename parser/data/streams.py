@@ -127,15 +127,17 @@ class TrainingStream:
             unlabeled_ratio=unlabeled_ratio,
         )
 
-    def keep_only(self, consumed: set[str], *, names: str) -> list[str]:
+    def keep_only(self, consumed: set[str], *, names: Sequence[str]) -> list[str]:
         """Drop the streams no objective term consumes (``consumed``: ``"labeled"`` and/or
         ``"unlabeled"``), so that no step is spent on a batch nothing reads; returns the dropped
         kinds. ``names`` (the terms) goes into the error when nothing consumed is left."""
         dropped = []
         if UNLABELED not in consumed and self.unlabeled is not None:
-            self.unlabeled, dropped = None, [*dropped, UNLABELED]
+            self.unlabeled = None
+            dropped.append(UNLABELED)
         if LABELED not in consumed and self.labeled is not None:
-            self.labeled, dropped = None, [*dropped, LABELED]
+            self.labeled = None
+            dropped.append(LABELED)
         if self.labeled is None and self.unlabeled is None:
             raise ValueError(f"objective terms {names} read only {sorted(consumed)} batches, and the "
                              "training data has none (check data.labeled_size / data.unlabeled_file)")
