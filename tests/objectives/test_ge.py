@@ -8,7 +8,7 @@ import torch
 
 from parser.constraints import ConstraintSet, parse_spec
 from parser.objectives import GeneralizedExpectation, ParserOutput
-from tests.objectives.brute_ref import probabilities
+from tests.objectives.ge_brute import brute_expectations, fires
 from tests.objectives.helpers import TreeCRF, make_batch, random_scores
 
 NAMES = ["<pad>", "<unk>", "<root>", "DET", "NOUN", "VERB", "ADP", "PUNCT"]
@@ -29,42 +29,6 @@ def constraint_set():
 
 def upos_ids(sentences):
     return [[NAMES.index(tag) for tag in sentence] for sentence in sentences]
-
-
-def fires(constraint, tags, dep, head):
-    """Independent reading of one constraint on arc (dep, head); positions 1-based."""
-    if tags[dep - 1] not in constraint.child:
-        return False
-    if constraint.to_root:
-        return head == 0
-    if head == 0 or (constraint.parent is not None and tags[head - 1] not in constraint.parent):
-        return False
-    if constraint.direction == "left" and not head < dep:
-        return False
-    if constraint.direction == "right" and not head > dep:
-        return False
-    if constraint.distance is not None:
-        low, high = constraint.distance
-        if abs(head - dep) < low or (high is not None and abs(head - dep) > high):
-            return False
-    return True
-
-
-def brute_expectations(scores, constraints, sentences):
-    """``([K] expected firing arcs, [K] child counts)`` summed over the sentences."""
-    k = len(constraints.constraints)
-    expected, counts = torch.zeros(k, dtype=torch.float64), torch.zeros(k, dtype=torch.float64)
-    for b, tags in enumerate(sentences):
-        n = len(tags)
-        items, p = probabilities(scores[b, : n + 1, : n + 1], n, single_root=True)
-        for j, c in enumerate(constraints.constraints):
-            counts[j] += sum(tag in c.child for tag in tags)
-            per_tree = torch.tensor(
-                [sum(fires(c, tags, d, tree[d - 1]) for d in range(1, n + 1)) for tree, _ in items],
-                dtype=torch.float64,
-            )
-            expected = expected.index_add(0, torch.tensor([j]), (p * per_tree).sum().view(1))
-    return expected, counts
 
 
 def test_features_fire_as_the_constraints_say():

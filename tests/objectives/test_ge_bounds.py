@@ -8,7 +8,7 @@ import torch
 
 from parser.constraints import ConstraintSet, parse_spec
 from parser.objectives import GeneralizedExpectation, ParserOutput
-from tests.objectives.brute_ref import probabilities
+from tests.objectives.ge_brute import brute_expectations, fires
 from tests.objectives.helpers import TreeCRF, make_batch, random_scores
 
 NAMES = ["<pad>", "<unk>", "<root>", "DET", "NOUN", "VERB", "ADP", "PUNCT"]
@@ -30,30 +30,9 @@ def ids(sentences):
     return [[NAMES.index(tag) for tag in sentence] for sentence in sentences]
 
 
-def fires(constraint, tags, dep, head):
-    """Independent reading of one constraint on arc (dep, head); positions 1-based."""
-    child = tags[dep - 1]
-    if child not in constraint.child:
-        return False
-    parent = "ROOT" if head == 0 else tags[head - 1]
-    if constraint.rules is not None:
-        return (child, parent) in constraint.rules
-    if constraint.to_root:
-        return head == 0
-    return head != 0 and parent in constraint.parent
-
-
 def brute_proportions(scores, constraints):
     """``[K]`` model proportions by enumerating every tree of every sentence."""
-    k = len(constraints.constraints)
-    expected, counts = torch.zeros(k, dtype=torch.float64), torch.zeros(k, dtype=torch.float64)
-    for b, tags in enumerate(SENTENCES):
-        n = len(tags)
-        items, p = probabilities(scores[b, : n + 1, : n + 1], n, single_root=True)
-        for j, c in enumerate(constraints.constraints):
-            counts[j] += sum(tag in c.child for tag in tags)
-            per_tree = [sum(fires(c, tags, d, tree[d - 1]) for d in range(1, n + 1)) for tree, _ in items]
-            expected[j] = expected[j] + (p * torch.tensor(per_tree, dtype=torch.float64)).sum()
+    expected, counts = brute_expectations(scores, constraints, SENTENCES)
     return expected / counts
 
 

@@ -1,0 +1,46 @@
+"""Brute-force references for GE: an independent reading of each constraint on one arc, and
+the expected number of firing arcs by enumerating every tree."""
+
+from __future__ import annotations
+
+import torch
+
+from tests.objectives.brute_ref import probabilities
+
+
+def fires(constraint, tags, dep, head):
+    """Independent reading of one constraint on arc (dep, head); positions 1-based."""
+    if tags[dep - 1] not in constraint.child:
+        return False
+    if constraint.rules is not None:
+        return (tags[dep - 1], "ROOT" if head == 0 else tags[head - 1]) in constraint.rules
+    if constraint.to_root:
+        return head == 0
+    if head == 0 or (constraint.parent is not None and tags[head - 1] not in constraint.parent):
+        return False
+    if constraint.direction == "left" and not head < dep:
+        return False
+    if constraint.direction == "right" and not head > dep:
+        return False
+    if constraint.distance is not None:
+        low, high = constraint.distance
+        if abs(head - dep) < low or (high is not None and abs(head - dep) > high):
+            return False
+    return True
+
+
+def brute_expectations(scores, constraints, sentences):
+    """``([K] expected firing arcs, [K] child counts)`` summed over the sentences."""
+    k = len(constraints.constraints)
+    expected, counts = torch.zeros(k, dtype=torch.float64), torch.zeros(k, dtype=torch.float64)
+    for b, tags in enumerate(sentences):
+        n = len(tags)
+        items, p = probabilities(scores[b, : n + 1, : n + 1], n, single_root=True)
+        for j, c in enumerate(constraints.constraints):
+            counts[j] += sum(tag in c.child for tag in tags)
+            per_tree = torch.tensor(
+                [sum(fires(c, tags, d, tree[d - 1]) for d in range(1, n + 1)) for tree, _ in items],
+                dtype=torch.float64,
+            )
+            expected = expected.index_add(0, torch.tensor([j]), (p * per_tree).sum().view(1))
+    return expected, counts
