@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from parser.structs import laplacian
 from parser.structs.lu_trust import error_terms
 
 __all__ = ["one_sentence_factors"]
@@ -35,24 +36,23 @@ except (ImportError, AttributeError):  # another numpy layout: the public functi
 
 @lru_cache(maxsize=512)
 def _layout(n: int, single_root: bool) -> tuple[np.ndarray, ...]:
-    """Constants for ``n`` words, read-only: (off-arc penalty ``[N, N+1]`` 0 / -inf on the
-    diagonal arcs (d, d), head signs ``[N+1]``, flat indices of ``M[d, d]`` in ``[N, N+1]``,
-    the solve's right-hand side ``[N, N+1]``, the spread ``[N+1]``)."""
+    """Read-only numpy views of :mod:`.laplacian`'s constants for ``n`` words (one source for the
+    sign conventions): the off-arc penalty's word rows ``[N, N+1]`` (0, -inf on the diagonal
+    arcs), head signs ``[N+1]``, flat indices of ``M[d, d]`` in ``[N, N+1]``, the solve's
+    right-hand side ``[N, N+1]`` (contiguous, for LAPACK) and the spread ``[N+1]``."""
+    cpu = torch.device("cpu")
+    constants = laplacian._constants(n + 1, cpu)
     words = np.arange(n)
-    penalty = np.zeros((n, n + 1))
-    penalty[words, words + 1] = -np.inf
-    head_signs = -np.ones(n + 1)
-    head_signs[0] = 1.0
-    diagonal = words * (n + 1) + words + 1
-    rhs = np.concatenate([np.zeros((n, 1)), -np.eye(n)], 1)
-    spread = -np.ones(n + 1)
-    if single_root:
-        rhs[0, 0], rhs[0, 1] = 1.0, 0.0
-        spread[0] = 0.0
-    constants = (penalty, head_signs, diagonal, rhs, spread)
-    for array in constants:
+    layout = (
+        laplacian.off_arc_penalty(n + 1, torch.float64, cpu).numpy()[1:],
+        constants.head_signs.numpy(),
+        words * (n + 1) + words + 1,
+        np.ascontiguousarray(constants.rhs[single_root].numpy()),
+        constants.spread[single_root].numpy(),
+    )
+    for array in layout:
         array.flags.writeable = False
-    return constants
+    return layout
 
 
 def one_sentence_factors(scores: Tensor, *, single_root: bool, tol: float):
