@@ -47,6 +47,7 @@ class LaplacianFactors:
     entropy: ``[B]`` ``log_z - sum(marginals * scores)`` as the trust test computed it (detached;
     the tree entropy wherever ``trusted``).
     single_root: the root constraint the Laplacian encodes.
+    marginals32: ``[B, dep, head]`` float32 ``marginals`` (float32 input without a graph), else None.
 
     The fast path computes word rows ``[B, N, N+1]`` and ``solved`` (see :func:`matrix_tree`);
     the full-shape ``weights`` and ``marginals`` (row 0 added) and ``inverse`` are built on first
@@ -54,14 +55,14 @@ class LaplacianFactors:
     """
 
     __slots__ = ("_inverse", "_marginals", "_trusted", "_weights", "all_trusted", "entropy", "log_z",
-                 "marginal_rows", "single_root", "solved", "weight_rows")
+                 "marginal_rows", "marginals32", "single_root", "solved", "weight_rows")
 
     def __init__(self, weight_rows: Tensor, solved: Tensor, log_z: Tensor, marginal_rows: Tensor,
                  trusted: Tensor | bool, entropy: Tensor, *, single_root: bool,
-                 inverse: Tensor | None = None) -> None:
+                 inverse: Tensor | None = None, marginals32: Tensor | None = None) -> None:
         self.weight_rows, self.solved, self.log_z = weight_rows, solved, log_z
         self.marginal_rows, self.entropy, self.single_root = marginal_rows, entropy, single_root
-        self._inverse = inverse
+        self._inverse, self.marginals32 = inverse, marginals32
         self._weights = self._marginals = None
         if isinstance(trusted, bool):  # one sentence, tested in Python
             self.all_trusted, self._trusted = trusted, None
@@ -221,7 +222,9 @@ class Factorization:
         if padded:  # padding rows are all -inf: their shift becomes 0 and their weights 0
             shift = torch.nan_to_num(shift, neginf=0.0)
         # (Unpadded, a word without any allowed head gets NaN weights: every test fails on NaN.)
-        weights = self.weights = torch.exp(rows - shift.unsqueeze(-1))  # [B, dep word, head]
+        weights = rows - shift.unsqueeze(-1)
+        # [B, dep word, head]; in place without a graph (one buffer fewer to allocate)
+        weights = self.weights = weights.exp() if scores.requires_grad else weights.exp_()
         words, root = weights.narrow(2, 1, n), weights.select(2, 0)
         incoming = words.sum(-1) if single_root else words.sum(-1) + root
         # Padding words get a 1 on the diagonal so the determinant is that of the real block.
@@ -285,6 +288,7 @@ class Factorization:
 def matrix_tree(
     scores: Tensor, lengths: Tensor, *, single_root: bool, tolerance: float = DEFAULT_TOLERANCE,
     padded: bool = True, factorization: Factorization | None = None,
+    float32_output: bool = False,
 ) -> LaplacianFactors:
     """Log partition and marginals of masked float64 ``scores [B, dep, head]`` by LU.
 
@@ -294,7 +298,9 @@ def matrix_tree(
     A sentence with no tree (a word without allowed heads) has a singular Laplacian and is never
     trusted: the caller's exact path returns -inf for it. ``padded=False`` promises that every
     sentence fills the tensor (skips the padding bookkeeping). ``factorization``: the LU of
-    these scores when already computed.
+    these scores when already computed. ``float32_output`` (no graph): also round the marginals
+    to float32 (``LaplacianFactors.marginals32``, ROOT row included) and run the trust test's
+    ``sum mu log mu`` on them (cheaper; see :func:`.lu_trust.plogp_float32`).
     """
     fact = factorization or Factorization(scores, lengths, single_root=single_root, padded=padded)
     constants, weights, lap = fact.constants, fact.weights, fact.lap
@@ -310,10 +316,16 @@ def matrix_tree(
     else:
         solved = torch.linalg.lu_solve(fact.lu, fact.pivots, rhs.expand(lap.shape[0], n, size))
     diag = solved.diagonal(1, dim1=-2, dim2=-1).unsqueeze(-1)  # -B[d, d] (single: 0 for word 1)
-    marginal_rows = weights * torch.addcmul(solved, diag, constants.spread[single_root])
+    coefficients = torch.addcmul(solved, diag, constants.spread[single_root])
+    marginal_rows = weights * coefficients if scores.requires_grad else coefficients.mul_(weights)
     checked = (fact.table, solved, fact.diag_u, marginal_rows, fact.rows, fact.log_z)
     if scores.requires_grad:  # the test is not differentiated; detach only when there is a graph
         checked = tuple(t.detach() for t in checked)
-    trusted, entropy = trust(*checked[:3], fact.pivots, *checked[3:], fact.real, constants, tolerance)
+    marginals32 = None
+    if float32_output and not scores.requires_grad:
+        marginals32 = marginal_rows.new_zeros(lap.shape[0], size, size, dtype=torch.float32)
+        marginals32.narrow(1, 1, n).copy_(marginal_rows)
+    trusted, entropy = trust(*checked[:3], fact.pivots, *checked[3:], fact.real, constants, tolerance,
+                             rows32=None if marginals32 is None else marginals32.narrow(1, 1, n))
     return LaplacianFactors(weights, solved, fact.log_z, marginal_rows, trusted, entropy,
-                            single_root=single_root, inverse=inverse)
+                            single_root=single_root, inverse=inverse, marginals32=marginals32)

@@ -19,7 +19,7 @@ EPS64 = torch.finfo(torch.float64).eps
 
 def trust(table: Tensor, solved: Tensor, diag_u: Tensor, pivots: Tensor, marginal_rows: Tensor,
            rows: Tensor, log_z: Tensor, real: Tensor | None, constants,
-           tol: float) -> tuple[Tensor | bool, Tensor]:
+           tol: float, *, rows32: Tensor | None = None) -> tuple[Tensor | bool, Tensor]:
     """``(trusted [B] bool, or one Python bool for one sentence; entropy [B])``: the LU result
     is accurate to ``tol`` where every error term is ``<= tol`` (NaN fails); the entropy is
     ``log Z - E[score]`` (exact where trusted), which the test needs anyway.
@@ -36,20 +36,30 @@ def trust(table: Tensor, solved: Tensor, diag_u: Tensor, pivots: Tensor, margina
     ``0 <= H = log Z - E[score] <= sum_d H(head(d))`` (a tree's entropy is at most the sum of
     its words' head entropies), which pins log Z down exactly where LU struggles, on nearly
     deterministic sentences.
+
+    ``rows32``: ``marginal_rows`` rounded to float32 (float32 input: they are the output). Then
+    ``sum mu log mu`` is taken from them, a float32 log being a quarter of a float64 one, and
+    the upper entropy bound is widened by that sum's rounding error (:func:`plogp_float32`).
     """
-    # |M| * |B^T| = |M * B^T|, in the layout of ``table`` and ``solved``: one norm.
-    cancelled = torch.linalg.vector_norm(table * solved, 1, dim=(-1, -2))
+    # |M| * |B^T| = |M * B^T|, in the layout of ``table`` and ``solved``: one norm. One scratch
+    # buffer serves every product below (a fresh one per term costs page faults).
+    scratch = torch.mul(table, solved)
+    cancelled = torch.linalg.vector_norm(scratch, 1, dim=(-1, -2))
     sums = marginal_rows.sum(-1)  # [B, N]
     if real is not None:
         sums = sums + ~real  # padding words' rows are 0
-    finite = torch.nan_to_num(rows, neginf=0.0)
-    entropy = log_z - (marginal_rows * finite).sum((-1, -2))
-    if marginal_rows.numel() < 2048:
-        plogp = torch.xlogy(marginal_rows, marginal_rows)  # NaN if mu < 0
+    # -inf scores (off arcs) count as 0: |score| there is +inf, mu * score NaN (mu = 0 there;
+    # a NaN mu fails the row sums anyway).
+    score_size = torch.abs(rows, out=scratch).nan_to_num_(posinf=0.0).sum((-1, -2))
+    expected = torch.mul(marginal_rows, rows, out=scratch).nan_to_num_(nan=0.0).sum((-1, -2))
+    entropy = log_z - expected
+    if rows32 is not None:  # float32 drops the sign of mu > -1e-45: test it in float64 (one read)
+        negative = marginal_rows.amin((-1, -2)) < -1e-300
+        plogp = plogp_float32(rows32).masked_fill(negative, float("nan"))
+    elif marginal_rows.numel() < 2048:
+        plogp = torch.xlogy(marginal_rows, marginal_rows).sum((-1, -2))  # NaN if mu < 0
     else:  # xlogy's scalar log costs twice a vectorised log on large inputs (0 log 0 -> 0 log tiny)
-        plogp = marginal_rows * (marginal_rows + 1e-300).log()  # NaN if mu < -1e-300
-    plogp = plogp.sum((-1, -2))  # -spread
-    score_size = torch.linalg.vector_norm(finite, 1, dim=(-1, -2))  # E[score] error per mu error
+        plogp = (marginal_rows + 1e-300).log_().mul_(marginal_rows).sum((-1, -2))  # NaN if mu < -1e-300
     if log_z.shape[0] == 1:  # one sentence: one sync, then the terms in Python
         scalars = torch.stack([cancelled, entropy, score_size, plogp], -1)
         values = torch.cat([scalars, sums, diag_u], -1).tolist()[0]
@@ -61,6 +71,26 @@ def trust(table: Tensor, solved: Tensor, diag_u: Tensor, pivots: Tensor, margina
     parts = torch.stack([cancelled, entropy, score_size, plogp, low, high, det_sign], dim=-1)
     matrix, offset = term_matrix(table.shape[1], tol, table.device)
     return (torch.addmm(offset, parts, matrix) <= tol).all(-1), entropy
+
+
+TINY32 = torch.finfo(torch.float32).tiny
+UNIT32 = 2.0**-24
+
+
+def plogp_float32(rows32: Tensor) -> Tensor:
+    """``[B]`` float64: ``sum mu log mu`` over float32 marginal rows ``[B, N, N+1]`` (NaN if a
+    mu < -tiny), lowered by a bound on its rounding error, so that the upper entropy bound it
+    gives (``H <= -sum mu log mu``) only widens. Per term, rounding mu to float32 (relative
+    ``u = 2^-24``) moves ``mu log mu`` by ``<= u mu |log mu + 1| <= u (mu + |mu log mu|)``, the log
+    and the product add ``2u |mu log mu|``: with the row sums ``~1``, at most
+    ``u (N + 3 spread)``; each row is summed in float32 (N + 1 terms: ``<= (N+1) u`` relative),
+    the rows in float64.
+    """
+    terms = (rows32 + TINY32).log_().mul_(rows32)
+    plogp = terms.sum(-1).double().sum(-1)  # <= 0 (NaN if negative mu)
+    words, heads = rows32.shape[-2], rows32.shape[-1]
+    margin = UNIT32 * (1.01 * words + (3 + heads) * plogp.abs())
+    return plogp - margin
 
 
 def error_terms(n: int, tol: float, cancelled: float, entropy: float, score_size: float, plogp: float,

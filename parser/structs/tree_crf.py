@@ -205,7 +205,8 @@ class TreeCRF(Distribution):
                                                             tol=self._tolerance)
             return LaplacianFactors(*parts, trusted, entropy, single_root=self.single_root)
         return matrix_tree(self._scores64, self.lengths, single_root=self.single_root,
-                           tolerance=self._tolerance, padded=self._padded, factorization=self._lu)
+                           tolerance=self._tolerance, padded=self._padded, factorization=self._lu,
+                           float32_output=scores.dtype == torch.float32 and not self._has_graph)
 
     @_cached
     def _partition(self) -> tuple[Tensor, Tensor]:
@@ -265,6 +266,8 @@ class TreeCRF(Distribution):
         """``[B, dep, head]`` p(head(dep) = head); exactly 0 on padding, row 0 and diagonal."""
         if self.scores.dtype != torch.float64 and "_partition" not in self.__dict__ and not self._has_graph:
             factors = self._factors
+            if factors.all_trusted and factors.marginals32 is not None:
+                return factors.marginals32
             if factors.all_trusted:  # ROOT's zero row and the input dtype in one pass
                 rows = factors.marginal_rows
                 out = rows.new_zeros(rows.shape[0], rows.shape[2], rows.shape[2], dtype=self.scores.dtype)
