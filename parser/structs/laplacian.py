@@ -207,7 +207,7 @@ class Factorization:
     ``[B]``.
     """
 
-    __slots__ = ("abs_diag_u", "constants", "diag_u", "log_z", "lu", "pivots", "real", "rows",
+    __slots__ = ("abs_diag_u", "constants", "diag_u", "log_z", "lu", "padding", "pivots", "rows",
                  "single_root", "table", "weights")
 
     def __init__(self, scores: Tensor, lengths: Tensor, *, single_root: bool, padded: bool) -> None:
@@ -228,9 +228,9 @@ class Factorization:
         words, root = weights.narrow(2, 1, n), weights.select(2, 0)
         incoming = words.sum(-1) if single_root else words.sum(-1) + root
         # Padding words get a 1 on the diagonal so the determinant is that of the real block.
-        real = self.real = lengths.unsqueeze(-1) >= constants.word_positions if padded else None
-        if real is not None:
-            incoming = torch.where(real, incoming, constants.one)
+        padding = self.padding = lengths.unsqueeze(-1) < constants.word_positions if padded else None
+        if padding is not None:  # (their incoming weights are 0)
+            incoming = incoming + padding
         # M[d, d] sits at offset 1 of ``table``; single root (Koo et al.): word 1's column := ROOT's.
         table = weights * constants.head_signs
         if scores.requires_grad:  # out of place, for autograd
@@ -325,7 +325,7 @@ def matrix_tree(
     if float32_output and not scores.requires_grad:
         marginals32 = marginal_rows.new_zeros(lap.shape[0], size, size, dtype=torch.float32)
         marginals32.narrow(1, 1, n).copy_(marginal_rows)
-    trusted, entropy = trust(*checked[:3], fact.pivots, *checked[3:], fact.real, constants, tolerance,
+    trusted, entropy = trust(*checked[:3], fact.pivots, *checked[3:], fact.padding, constants, tolerance,
                              rows32=None if marginals32 is None else marginals32.narrow(1, 1, n))
     return LaplacianFactors(weights, solved, fact.log_z, marginal_rows, trusted, entropy,
                             single_root=single_root, inverse=inverse, marginals32=marginals32)

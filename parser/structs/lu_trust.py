@@ -18,7 +18,7 @@ EPS64 = torch.finfo(torch.float64).eps
 
 
 def trust(table: Tensor, solved: Tensor, diag_u: Tensor, pivots: Tensor, marginal_rows: Tensor,
-           rows: Tensor, log_z: Tensor, real: Tensor | None, constants,
+           rows: Tensor, log_z: Tensor, padding: Tensor | None, constants,
            tol: float, *, rows32: Tensor | None = None) -> tuple[Tensor | bool, Tensor]:
     """``(trusted [B] bool, or one Python bool for one sentence; entropy [B])``: the LU result
     is accurate to ``tol`` where every error term is ``<= tol`` (NaN fails); the entropy is
@@ -46,8 +46,8 @@ def trust(table: Tensor, solved: Tensor, diag_u: Tensor, pivots: Tensor, margina
     scratch = torch.mul(table, solved)
     cancelled = torch.linalg.vector_norm(scratch, 1, dim=(-1, -2))
     sums = marginal_rows.sum(-1)  # [B, N]
-    if real is not None:
-        sums = sums + ~real  # padding words' rows are 0
+    if padding is not None:  # [B, N] bool; padding words' rows are 0
+        sums = sums.add_(padding)
     # -inf scores (off arcs) count as 0: |score| there is +inf, mu * score NaN (mu = 0 there;
     # a NaN mu fails the row sums anyway).
     score_size = torch.abs(rows, out=scratch).nan_to_num_(posinf=0.0).sum((-1, -2))
@@ -89,8 +89,8 @@ def plogp_float32(rows32: Tensor) -> Tensor:
     terms = (rows32 + TINY32).log_().mul_(rows32)
     plogp = terms.sum(-1).double().sum(-1)  # <= 0 (NaN if negative mu)
     words, heads = rows32.shape[-2], rows32.shape[-1]
-    margin = UNIT32 * (1.01 * words + (3 + heads) * plogp.abs())
-    return plogp - margin
+    # minus the margin u (1.01 N + (3 + N + 1) |plogp|), with |plogp| = -plogp
+    return plogp.mul_(1.0 + UNIT32 * (3 + heads)).sub_(UNIT32 * 1.01 * words)
 
 
 def error_terms(n: int, tol: float, cancelled: float, entropy: float, score_size: float, plogp: float,

@@ -80,7 +80,7 @@ def _check_scores(scores: Tensor, lengths: Tensor) -> bool:
             )
     # One pass on the common path: the maximum is NaN or +inf exactly when a score is. (numpy's
     # on the CPU: in a one-sentence call a torch op costs several times its isolated time.)
-    if scores.numel() and not float(_maximum(scores.detach())) < float("inf"):
+    if scores.numel() and not float(_maximum(scores.detach() if scores.requires_grad else scores)) < float("inf"):
         where = tuple(int(i) for i in (torch.isnan(scores) | torch.isposinf(scores)).nonzero()[0])
         raise ValueError(f"scores{list(where)} = {scores[where].item()}: NaN or +inf score")
     return low < size - 1
