@@ -69,8 +69,17 @@ def _words_replaced(
 PREFIX = _words_replaced(UNIGRAM + BIGRAM, by="x")
 SUFFIX = _words_replaced(UNIGRAM + BIGRAM, by="s")
 ARC_TEMPLATES = UNIGRAM + BIGRAM + SURROUNDING + PREFIX + SURROUNDING_BACKOFF + SUFFIX
+# Sources that name the word itself (form, prefix, suffix); the rest are UPOS tags.
+LEXICAL_SOURCES = frozenset({"hw", "dw", "hx", "dx", "hs", "ds"})
+# Template numbers (indices into ARC_TEMPLATES, which the hashes use) of the templates made of
+# UPOS tags only: with direction, distance and the in-between template, an unlexicalized model.
+UNLEXICALIZED = tuple(
+    number for number, names in enumerate(ARC_TEMPLATES) if not LEXICAL_SOURCES & set(names)
+)
 # The in-between template (hp, POS of a word strictly between, dp) is numbered after the others.
 BETWEEN_TEMPLATE = len(ARC_TEMPLATES)
+# (direction, distance) alone, for the unlexicalized scorer only.
+DISTANCE_TEMPLATE = BETWEEN_TEMPLATE + 1
 
 
 def hash_extend(h: Tensor | int, *values: Tensor | int) -> Tensor:

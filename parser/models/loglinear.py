@@ -15,7 +15,9 @@ from parser.models.edge_scores import EdgeScores
 from parser.models.features import (
     ARC_TEMPLATES,
     BETWEEN_TEMPLATE,
+    DISTANCE_TEMPLATE,
     N_DISTANCE_BINS,
+    UNLEXICALIZED,
     arc_sources,
     between_counts,
     direction_and_distance,
@@ -47,6 +49,18 @@ class LogLinearScorer(nn.Module):
     the unknown word's; the POS and unknown-word features then learn to carry arcs on their own
     (Sutton et al.'s weight undertraining: rare lexical features otherwise explain the training
     trees alone).
+
+    ``lexical=False`` keeps only the templates made of UPOS tags (``features.UNLEXICALIZED``), the
+    in-between template and a bare direction x distance template (``DISTANCE_TEMPLATE``): no word,
+    prefix or suffix feature, so every weight is shared by all arcs with the same tags and
+    context, and the scores do not change when the words do. For training without trees (GE),
+    where the constraints speak about tags and distances only.
+
+    ``distance_prior`` (``s >= 0``) adds the fixed score ``-s * log|dep - head|`` to every arc
+    between two words (ROOT arcs get 0): with zero weights the model starts as the harmonic
+    distribution ``p(head) ~ |dep - head|^-s`` (Klein & Manning's harmonic initialiser for the
+    DMV; short dependencies are the cross-linguistic norm, Futrell et al. 2015). It is a constant,
+    not a weight: the direction/distance features can learn to undo it where the data disagree.
     """
 
     def __init__(
@@ -59,11 +73,17 @@ class LogLinearScorer(nn.Module):
         n_label_buckets: int = 2**20,
         sparse: bool = False,
         word_dropout: float = 0.0,
+        lexical: bool = True,
+        distance_prior: float = 0.0,
     ) -> None:
         super().__init__()
         if not 0.0 <= word_dropout < 1.0:
             raise ValueError(f"word_dropout={word_dropout}: must lie in [0, 1)")
+        if not distance_prior >= 0.0:  # also rejects NaN
+            raise ValueError(f"distance_prior={distance_prior}: must be a number >= 0")
         self.word_dropout = word_dropout
+        self.lexical = lexical
+        self.distance_prior = float(distance_prior)
         for name, value in (("n_words", n_words), ("n_upos", n_upos)):
             if value < 3:
                 raise ValueError(f"{name}={value}: a vocabulary holds at least PAD, UNK and ROOT")
@@ -120,10 +140,13 @@ class LogLinearScorer(nn.Module):
         sources = arc_sources(
             batch.words, batch.upos, batch.lengths, n_upos=self.n_upos, chars=batch.chars
         )
+        templates = range(len(ARC_TEMPLATES)) if self.lexical else UNLEXICALIZED
         ids = []
-        for template, names in enumerate(ARC_TEMPLATES):  # a loop over templates, not tokens
-            plain = hash_values(template, *(sources[name] for name in names))
+        for template in templates:  # a loop over templates, not tokens
+            plain = hash_values(template, *(sources[name] for name in ARC_TEMPLATES[template]))
             ids += [plain, hash_extend(plain, direction, distance)]
+        if not self.lexical:
+            ids.append(hash_values(DISTANCE_TEMPLATE, direction, distance))  # [N+1, N+1]
         # In between: (hp, t, dp) for each UPOS t, weighted by how many words between carry t.
         # Its weights depend on tags, direction and distance only: hash the small table
         # [T(head), T(dep), 2, bins, T(between)] once and gather it per arc.
@@ -142,7 +165,13 @@ class LogLinearScorer(nn.Module):
         between = between_plain + between_conjoined  # [T, T, 2, bins, T]
         per_arc = between[batch.upos[:, None, :], batch.upos[:, :, None], direction, distance]
         counts = between_counts(batch.upos, batch.lengths, n_upos=self.n_upos)
-        return scores + (per_arc * counts).sum(-1)  # per_arc, counts: [B, dep, head, T]
+        scores = scores + (per_arc * counts).sum(-1)  # per_arc, counts: [B, dep, head, T]
+        if self.distance_prior > 0:
+            scores = scores + self.distance_prior * log_inverse_distance(width, device=device)
+        return scores
+
+    def extra_repr(self) -> str:
+        return f"lexical={self.lexical}, distance_prior={self.distance_prior}"
 
     def label_scores(self, batch: Batch, *, direction: Tensor, distance: Tensor) -> Tensor:
         """``[B, dep, head, L]``."""
@@ -172,3 +201,13 @@ class LogLinearScorer(nn.Module):
         head_tag, dep_tag = batch.upos[:, None, :], batch.upos[:, :, None]
         scores = pos_table[head_tag, dep_tag, direction] + dist[direction, distance]
         return scores + head_word + dep_word
+
+
+def log_inverse_distance(width: int, *, device: torch.device | str | None = None) -> Tensor:
+    """``[dep, head]`` (``[N+1, N+1]``): ``-log|dep - head|`` between two words; 0 on ROOT arcs
+    (row or column 0) and on the diagonal (self-loops, which the tree CRF masks anyway)."""
+    positions = torch.arange(width, device=device)
+    gap = (positions[:, None] - positions[None, :]).abs().float()
+    harmonic = -gap.clamp_min(1).log()
+    words = (positions[:, None] > 0) & (positions[None, :] > 0)
+    return torch.where(words, harmonic, torch.zeros_like(harmonic))
