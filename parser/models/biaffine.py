@@ -23,6 +23,10 @@ class BiaffineScorer(nn.Module):
     ``word_dropout`` replaces real words (not ROOT, not padding) by UNK during training, so the UNK
     embedding learns to stand for rare words. ``lstm_hidden`` is per direction. Defaults are
     Dozat & Manning's.
+
+    ``use_words=False`` drops the word and character input: the BiLSTM reads the UPOS embeddings
+    alone (``use_upos`` must then be True), so every decision generalises across all words with
+    the same tag sequence (for training without trees, where constraints speak about tags only).
     """
 
     def __init__(
@@ -43,8 +47,11 @@ class BiaffineScorer(nn.Module):
         rel_mlp: int = 100,
         dropout: float = 0.33,
         word_dropout: float = 0.25,
+        use_words: bool = True,
     ) -> None:
         super().__init__()
+        if not (use_words or use_upos):
+            raise ValueError("use_words=False and use_upos=False: the scorer would read nothing")
         for name, value in (("n_words", n_words), ("n_chars", n_chars), ("n_upos", n_upos)):
             if value < 3:
                 raise ValueError(f"{name}={value}: a vocabulary holds at least PAD, UNK and ROOT")
@@ -56,13 +63,17 @@ class BiaffineScorer(nn.Module):
             if not 0.0 <= value < 1.0:
                 raise ValueError(f"{name}={value}: expected a probability in [0, 1)")
         self.n_words, self.n_chars, self.n_upos, self.n_rels = n_words, n_chars, n_upos, n_rels
-        self.use_upos = use_upos
+        self.use_upos, self.use_words = use_upos, use_words
         self.word_dropout = word_dropout
 
-        self.word_embed = nn.Embedding(n_words, word_dim, padding_idx=0)
-        self.char_encoder = CharLSTM(n_chars, char_dim=char_dim, hidden=char_hidden, n_out=word_dim)
+        self.word_embed, self.char_encoder = None, None
+        if use_words:
+            self.word_embed = nn.Embedding(n_words, word_dim, padding_idx=0)
+            self.char_encoder = CharLSTM(
+                n_chars, char_dim=char_dim, hidden=char_hidden, n_out=word_dim
+            )
         self.upos_embed = nn.Embedding(n_upos, upos_dim, padding_idx=0) if use_upos else None
-        n_input = word_dim + (upos_dim if use_upos else 0)
+        n_input = (word_dim if use_words else 0) + (upos_dim if use_upos else 0)
         self.input_dropout = nn.Dropout(dropout)
         self.lstm = BiLSTM(n_input, lstm_hidden, num_layers=lstm_layers, dropout=dropout)
         self.lstm_dropout = nn.Dropout(dropout)
@@ -80,13 +91,15 @@ class BiaffineScorer(nn.Module):
         words, lengths = batch.words, batch.lengths
         width = words.shape[1]
         present = torch.arange(width, device=words.device) <= lengths[:, None]  # ROOT and words
-        if self.training and self.word_dropout > 0:
-            # a new tensor: the caller's batch is untouched
-            words = words.masked_fill(dropped_words(batch.word_mask, self.word_dropout), UNK)
-
-        x = self.word_embed(words) + self.char_encoder(batch.chars, present)
+        inputs = []
+        if self.word_embed is not None and self.char_encoder is not None:
+            if self.training and self.word_dropout > 0:
+                # a new tensor: the caller's batch is untouched
+                words = words.masked_fill(dropped_words(batch.word_mask, self.word_dropout), UNK)
+            inputs.append(self.word_embed(words) + self.char_encoder(batch.chars, present))
         if self.upos_embed is not None:
-            x = torch.cat([x, self.upos_embed(batch.upos)], dim=-1)
+            inputs.append(self.upos_embed(batch.upos))
+        x = torch.cat(inputs, dim=-1)
         states, _ = self.lstm(self.input_dropout(x), lengths + 1)  # ROOT and the words
         states = self.lstm_dropout(states)  # [B, N+1, 2 * lstm_hidden], zero beyond each length
 
