@@ -19,12 +19,13 @@ arcs) or ``e_1`` (single-root ROOT arcs).
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 import torch
 from torch import Tensor
 
-from parser.structs.lu_trust import trust
+from parser.structs.lu_trust import MAX_GAP, trust
 
 __all__ = ["Factorization", "LaplacianFactors", "arc_mask", "matrix_tree", "off_arc_mask", "word_mask"]
 
@@ -47,7 +48,6 @@ class LaplacianFactors:
     entropy: ``[B]`` ``log_z - sum(marginals * scores)`` as the trust test computed it (detached;
     the tree entropy wherever ``trusted``).
     single_root: the root constraint the Laplacian encodes.
-    marginals32: ``[B, dep, head]`` float32 ``marginals`` (float32 input without a graph), else None.
 
     The fast path computes word rows ``[B, N, N+1]`` and ``solved`` (see :func:`matrix_tree`);
     the full-shape ``weights`` and ``marginals`` (row 0 added) and ``inverse`` are built on first
@@ -55,14 +55,14 @@ class LaplacianFactors:
     """
 
     __slots__ = ("_inverse", "_marginals", "_trusted", "_weights", "all_trusted", "entropy", "log_z",
-                 "marginal_rows", "marginals32", "single_root", "solved", "weight_rows")
+                 "marginal_rows", "single_root", "solved", "weight_rows")
 
     def __init__(self, weight_rows: Tensor, solved: Tensor, log_z: Tensor, marginal_rows: Tensor,
                  trusted: Tensor | bool, entropy: Tensor, *, single_root: bool,
-                 inverse: Tensor | None = None, marginals32: Tensor | None = None) -> None:
+                 inverse: Tensor | None = None) -> None:
         self.weight_rows, self.solved, self.log_z = weight_rows, solved, log_z
         self.marginal_rows, self.entropy, self.single_root = marginal_rows, entropy, single_root
-        self._inverse, self.marginals32 = inverse, marginals32
+        self._inverse = inverse
         self._weights = self._marginals = None
         if isinstance(trusted, bool):  # one sentence, tested in Python
             self.all_trusted, self._trusted = trusted, None
@@ -204,13 +204,16 @@ class Factorization:
     weights: ``[B, N, N+1]`` word rows of the shifted arc weights; table: the Laplacian in that
     layout (column h + 1 = word h's column of M, column 0 = ROOT weights); lap: ``[B, N, N]``
     the Laplacian M itself (a view of ``table``); lu, pivots: LAPACK's LU of ``M^T``; log_z
-    ``[B]``.
+    ``[B]``; shift ``[B, N]``: each word's largest score (subtracted before ``exp``); gap: see
+    :attr:`gap`. ``span``: an upper bound on the scores' range (e.g. max - min of the input);
+    within :data:`.lu_trust.MAX_GAP` no weight can underflow and the gaps are not computed.
     """
 
-    __slots__ = ("abs_diag_u", "constants", "diag_u", "log_z", "lu", "padding", "pivots", "rows",
-                 "single_root", "table", "weights")
+    __slots__ = ("_gap", "abs_diag_u", "constants", "diag_u", "log_z", "lu", "padding", "pivots", "rows",
+                 "shift", "single_root", "table", "weights")
 
-    def __init__(self, scores: Tensor, lengths: Tensor, *, single_root: bool, padded: bool) -> None:
+    def __init__(self, scores: Tensor, lengths: Tensor, *, single_root: bool, padded: bool,
+                 span: float = math.inf) -> None:
         size = scores.shape[-1]
         n = size - 1
         constants = self.constants = _constants(size, scores.device)
@@ -221,6 +224,9 @@ class Factorization:
         shift = (rows.detach() if scores.requires_grad else rows).amax(-1)  # [B, N]
         if padded:  # padding rows are all -inf: their shift becomes 0 and their weights 0
             shift = torch.nan_to_num(shift, neginf=0.0)
+        self.shift = shift
+        # Scores within MAX_GAP of each other cannot underflow: no gap to compute.
+        self._gap = torch.zeros_like(shift[:, 0]) if span <= MAX_GAP else None
         # (Unpadded, a word without any allowed head gets NaN weights: every test fails on NaN.)
         weights = rows - shift.unsqueeze(-1)
         # [B, dep word, head]; in place without a graph (one buffer fewer to allocate)
@@ -253,6 +259,16 @@ class Factorization:
     def lap(self) -> Tensor:
         return self.table.narrow(2, 1, self.table.shape[1])
 
+    @property
+    def gap(self) -> Tensor:
+        """``[B]``: the largest gap between a word's best score and one of its real arcs' (-inf
+        without words). Beyond :data:`.lu_trust.MAX_GAP` a weight is subnormal or 0."""
+        if self._gap is None:
+            rows = self.rows.detach()
+            lowest = torch.nan_to_num(rows, neginf=float("inf")).amin(-1)  # off arcs ignored
+            self._gap = (self.shift - lowest).amax(-1)  # padding words: 0 - inf
+        return self._gap
+
     def log_z_certified(self, tol: float) -> Tensor:
         """``[B]`` bool: LU's log Z is provably within ``tol`` of the exact log Z, from the
         factors alone (no inverse). Rigorous where True; False may be wrong (the marginals'
@@ -269,8 +285,9 @@ class Factorization:
         ``C(U) z = 1``: two triangular solves with a vector, sums of positive terms (computed to
         a few ulps). ``S < 1`` also keeps the determinant's sign; NaN or a zero pivot fails.
         Rounding ``exp(score - shift)`` moves log Z by at most ``N 750 u`` (the marginals sum
-        to N; larger gaps underflow to exact zeros, which this test, like the rest, takes as
-        the model).
+        to N) while every weight is a normal number; a sentence with an arc more than
+        :data:`.lu_trust.MAX_GAP` below its word's best (a subnormal or zero weight: the trees
+        through it are lost) fails.
         """
         n = self.lu.shape[-1]
         unit = 2.0**-53
@@ -282,13 +299,13 @@ class Factorization:
         ones = self.constants.ones_column.expand(self.lu.shape[0], n, 1)
         lower = torch.linalg.solve_triangular(comparison.mT, ones, upper=True, unitriangular=True)
         upper = torch.linalg.solve_triangular(comparison, ones, upper=True)
-        return torch.linalg.vecdot((lower * upper).squeeze(-1), self.abs_diag_u) <= limit
+        bound = torch.linalg.vecdot((lower * upper).squeeze(-1), self.abs_diag_u)
+        return (bound <= limit) & (self.gap <= MAX_GAP)
 
 
 def matrix_tree(
     scores: Tensor, lengths: Tensor, *, single_root: bool, tolerance: float = DEFAULT_TOLERANCE,
     padded: bool = True, factorization: Factorization | None = None,
-    float32_output: bool = False,
 ) -> LaplacianFactors:
     """Log partition and marginals of masked float64 ``scores [B, dep, head]`` by LU.
 
@@ -298,9 +315,7 @@ def matrix_tree(
     A sentence with no tree (a word without allowed heads) has a singular Laplacian and is never
     trusted: the caller's exact path returns -inf for it. ``padded=False`` promises that every
     sentence fills the tensor (skips the padding bookkeeping). ``factorization``: the LU of
-    these scores when already computed. ``float32_output`` (no graph): also round the marginals
-    to float32 (``LaplacianFactors.marginals32``, ROOT row included) and run the trust test's
-    ``sum mu log mu`` on them (cheaper; see :func:`.lu_trust.plogp_float32`).
+    these scores when already computed.
     """
     fact = factorization or Factorization(scores, lengths, single_root=single_root, padded=padded)
     constants, weights, lap = fact.constants, fact.weights, fact.lap
@@ -321,11 +336,7 @@ def matrix_tree(
     checked = (fact.table, solved, fact.diag_u, marginal_rows, fact.rows, fact.log_z)
     if scores.requires_grad:  # the test is not differentiated; detach only when there is a graph
         checked = tuple(t.detach() for t in checked)
-    marginals32 = None
-    if float32_output and not scores.requires_grad:
-        marginals32 = marginal_rows.new_zeros(lap.shape[0], size, size, dtype=torch.float32)
-        marginals32.narrow(1, 1, n).copy_(marginal_rows)
-    trusted, entropy = trust(*checked[:3], fact.pivots, *checked[3:], fact.padding, constants, tolerance,
-                             rows32=None if marginals32 is None else marginals32.narrow(1, 1, n))
+    trusted, entropy = trust(*checked[:3], fact.pivots, *checked[3:], fact.gap, fact.padding, constants,
+                             tolerance)
     return LaplacianFactors(weights, solved, fact.log_z, marginal_rows, trusted, entropy,
-                            single_root=single_root, inverse=inverse, marginals32=marginals32)
+                            single_root=single_root, inverse=inverse)

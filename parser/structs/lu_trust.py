@@ -18,11 +18,17 @@ EPS64 = torch.finfo(torch.float64).eps
 
 
 def trust(table: Tensor, solved: Tensor, diag_u: Tensor, pivots: Tensor, marginal_rows: Tensor,
-           rows: Tensor, log_z: Tensor, padding: Tensor | None, constants,
-           tol: float, *, rows32: Tensor | None = None) -> tuple[Tensor | bool, Tensor]:
+           rows: Tensor, log_z: Tensor, gap: Tensor, padding: Tensor | None, constants,
+           tol: float) -> tuple[Tensor | bool, Tensor]:
     """``(trusted [B] bool, or one Python bool for one sentence; entropy [B])``: the LU result
     is accurate to ``tol`` where every error term is ``<= tol`` (NaN fails); the entropy is
-    ``log Z - E[score]`` (exact where trusted), which the test needs anyway.
+    ``log Z - E[score]`` (exact where trusted), which the test needs anyway. ``gap [B]``: the
+    largest gap between a word's best score (its shift before ``exp``) and another real arc's.
+
+    The weights first: ``exp(score - shift)`` is subnormal or 0 beyond a gap of 708 nats, and
+    the trees through such an arc are lost to the LU while everything below still looks right
+    (scores x 1000: log Z 480 nats below the best tree's score, measured). A sentence with a
+    real arc that far below its word's best goes to the exact path (:data:`MAX_GAP`).
 
     LU is backward stable: it is the exact LU of ``M + dM`` with ``|dM| <~ eps N |M|`` while
     the growth stays small, so log Z moves by ``tr(B dM) <= eps N tr(|B| |M|)``, the total size
@@ -32,17 +38,12 @@ def trust(table: Tensor, solved: Tensor, diag_u: Tensor, pivots: Tensor, margina
     determinant positive. The marginals are checked by ``sum mu log mu`` (NaN if one is
     negative) and each word's sum (with all marginals >= 0, a sum within ``tol`` of 1 also puts
     each in [0, 1 + tol]). Even then a determinant can be off by many nats while the marginals
-    are right (scores x 300, measured), so log Z is checked against the entropy's exact bounds:
+    look right (scores x 300, measured), so log Z is checked against the entropy's exact bounds:
     ``0 <= H = log Z - E[score] <= sum_d H(head(d))`` (a tree's entropy is at most the sum of
-    its words' head entropies), which pins log Z down exactly where LU struggles, on nearly
-    deterministic sentences.
-
-    ``rows32``: ``marginal_rows`` rounded to float32 (float32 input: they are the output). Then
-    ``sum mu log mu`` is taken from them, a float32 log being a quarter of a float64 one, and
-    the upper entropy bound is widened by that sum's rounding error (:func:`plogp_float32`).
+    its words' head entropies).
     """
     # |M| * |B^T| = |M * B^T|, in the layout of ``table`` and ``solved``: one norm. One scratch
-    # buffer serves every product below (a fresh one per term costs page faults).
+    # buffer serves every elementwise term below (a fresh one per term costs page faults).
     scratch = torch.mul(table, solved)
     cancelled = torch.linalg.vector_norm(scratch, 1, dim=(-1, -2))
     sums = marginal_rows.sum(-1)  # [B, N]
@@ -53,77 +54,63 @@ def trust(table: Tensor, solved: Tensor, diag_u: Tensor, pivots: Tensor, margina
     score_size = torch.abs(rows, out=scratch).nan_to_num_(posinf=0.0).sum((-1, -2))
     expected = torch.mul(marginal_rows, rows, out=scratch).nan_to_num_(nan=0.0).sum((-1, -2))
     entropy = log_z - expected
-    if rows32 is not None:  # float32 drops the sign of mu > -1e-45: test it in float64 (one read)
-        negative = marginal_rows.amin((-1, -2)) < -1e-300
-        plogp = plogp_float32(rows32).masked_fill(negative, float("nan"))
-    elif marginal_rows.numel() < 2048:
-        plogp = torch.xlogy(marginal_rows, marginal_rows).sum((-1, -2))  # NaN if mu < 0
+    if marginal_rows.numel() < 2048:
+        plogp = torch.xlogy(marginal_rows, marginal_rows)  # NaN if mu < 0
     else:  # xlogy's scalar log costs twice a vectorised log on large inputs (0 log 0 -> 0 log tiny)
-        plogp = (marginal_rows + 1e-300).log_().mul_(marginal_rows).sum((-1, -2))  # NaN if mu < -1e-300
+        plogp = torch.add(marginal_rows, 1e-300, out=scratch).log_().mul_(marginal_rows)  # NaN if mu < -1e-300
+    plogp = plogp.sum((-1, -2))  # -spread
     if log_z.shape[0] == 1:  # one sentence: one sync, then the terms in Python
-        scalars = torch.stack([cancelled, entropy, score_size, plogp], -1)
+        scalars = torch.stack([cancelled, entropy, score_size, plogp, gap], -1)
         values = torch.cat([scalars, sums, diag_u], -1).tolist()[0]
         return trusted_one(values, pivots.tolist()[0], tol), entropy
     low, high = torch.aminmax(sums, dim=-1)
     # det sign: -1 per negative pivot of U and per row swap (LAPACK pivots >= their row).
     det_sign = torch.where(pivots != constants.pivot_positions, -diag_u, diag_u).sign().prod(-1)
     # Every term is an affine function of these: one product instead of an op per term.
-    parts = torch.stack([cancelled, entropy, score_size, plogp, low, high, det_sign], dim=-1)
+    parts = torch.stack([cancelled, entropy, score_size, plogp, low, high, gap, det_sign], dim=-1)
     matrix, offset = term_matrix(table.shape[1], tol, table.device)
     return (torch.addmm(offset, parts, matrix) <= tol).all(-1), entropy
 
 
-TINY32 = torch.finfo(torch.float32).tiny
-UNIT32 = 2.0**-24
+# exp(-708.4) is float64's smallest normal number: a weight further below its word's best is
+# subnormal (relative precision lost) or 0 (the arc lost).
+MAX_GAP = 708.0
 
 
-def plogp_float32(rows32: Tensor) -> Tensor:
-    """``[B]`` float64: ``sum mu log mu`` over float32 marginal rows ``[B, N, N+1]`` (NaN if a
-    mu < -tiny), lowered by a bound on its rounding error, so that the upper entropy bound it
-    gives (``H <= -sum mu log mu``) only widens. Per term, rounding mu to float32 (relative
-    ``u = 2^-24``) moves ``mu log mu`` by ``<= u mu |log mu + 1| <= u (mu + |mu log mu|)``, the log
-    and the product add ``2u |mu log mu|``: with the row sums ``~1``, at most
-    ``u (N + 3 spread)``; each row is summed in float32 (N + 1 terms: ``<= (N+1) u`` relative),
-    the rows in float64.
-    """
-    terms = (rows32 + TINY32).log_().mul_(rows32)
-    plogp = terms.sum(-1).double().sum(-1)  # <= 0 (NaN if negative mu)
-    words, heads = rows32.shape[-2], rows32.shape[-1]
-    # minus the margin u (1.01 N + (3 + N + 1) |plogp|), with |plogp| = -plogp
-    return plogp.mul_(1.0 + UNIT32 * (3 + heads)).sub_(UNIT32 * 1.01 * words)
-
-
-def error_terms(n: int, tol: float, cancelled: float, entropy: float, score_size: float, plogp: float,
-           low: float, high: float) -> tuple[float, ...]:
+def error_terms(n: int, tol: float, cancelled: float, entropy: float, score_size: float,
+                plogp: float, low: float, high: float, gap: float) -> tuple[float, ...]:
     """The error terms, each ``<= tol`` when trusted: ``eps N cancelled``, ``1 - low`` and
     ``high - 1`` (row sums), ``-H - slack`` and ``H - slack - spread`` (``slack = tol sum
-    |score|``; the entropy bounds ``0 - slack <= H <= spread + slack``)."""
+    |score|``, ``spread = -plogp = sum_d H(head(d))``; the entropy bounds ``0 - slack <= H <=
+    spread + slack``) and ``gap - MAX_GAP``."""
     slack = tol * score_size
     return (EPS64 * max(n, 1) * cancelled, 1.0 - low, high - 1.0, -entropy - slack,
-            entropy - slack + plogp)
+            entropy - slack + plogp, gap - MAX_GAP)
 
 
 def trusted_one(values: list[float], pivots: list[int], tol: float) -> bool:
     """:func:`trust` for one sentence: ``values`` = (cancelled, H, sum |score|, sum mu log mu,
-    N row sums, N pivots of U), ``pivots`` LAPACK's (1-based)."""
+    gap, N row sums, N pivots of U), ``pivots`` LAPACK's (1-based)."""
     n = len(pivots)
     if any(math.isnan(v) for v in values):  # min/max below would skip a NaN
         return False
-    sums, diag = values[4 : 4 + n], values[4 + n :]
+    sums, diag = values[5 : 5 + n], values[5 + n :]
     negative = sum(u < 0 for u in diag) + sum(p != i for i, p in enumerate(pivots, 1))
-    terms = error_terms(n, tol, *values[:4], min(sums), max(sums))
+    cancelled, entropy, score_size, plogp, gap = values[:5]
+    terms = error_terms(n, tol, cancelled, entropy, score_size, plogp, min(sums), max(sums), gap)
     return negative % 2 == 0 and all(t <= tol for t in terms)
 
 
 @lru_cache(maxsize=256)
 def term_matrix(n: int, tol: float, device: torch.device) -> tuple[Tensor, Tensor]:
-    """``([7, 6], [6])``: :func:`error_terms` plus ``-det sign`` as ``parts @ matrix + offset`` for
-    parts (cancelled, H, sum |score|, sum mu log mu, lowest and highest row sum, det sign)."""
-    matrix = torch.zeros(7, 6, dtype=torch.float64)
+    """``([8, 7], [7])``: :func:`error_terms` plus ``-det sign`` as ``parts @ matrix + offset`` for
+    parts (cancelled, H, sum |score|, sum mu log mu, lowest and highest row sum, gap, det sign)."""
+    matrix = torch.zeros(8, 7, dtype=torch.float64)
     matrix[0, 0] = EPS64 * max(n, 1)
     matrix[4, 1], matrix[5, 2] = -1.0, 1.0
     matrix[1, 3], matrix[2, 3] = -1.0, -tol
     matrix[1, 4], matrix[2, 4], matrix[3, 4] = 1.0, -tol, 1.0
-    matrix[6, 5] = -1.0
-    offset = torch.tensor([0.0, 1.0, -1.0, 0.0, 0.0, 0.0], dtype=torch.float64)
+    matrix[6, 5] = 1.0
+    matrix[7, 6] = -1.0
+    offset = torch.tensor([0.0, 1.0, -1.0, 0.0, 0.0, -MAX_GAP, 0.0], dtype=torch.float64)
     return matrix.to(device), offset.to(device)

@@ -89,7 +89,10 @@ def one_sentence_factors(scores: Tensor, *, single_root: bool, tol: float):
     marginal_rows = solved + solved.flat[diagonal][:, None] * spread
     marginal_rows *= weights
     finite = rows
-    np.copyto(finite, 0.0, where=finite == -np.inf)
+    off_arcs = finite == -np.inf
+    # The largest gap between a word's best score and a real arc's (see lu_trust.MAX_GAP).
+    gap = (shift - np.min(finite, 1, where=~off_arcs, initial=np.inf)).max()
+    np.copyto(finite, 0.0, where=off_arcs)
     entropy = log_z - np.vdot(marginal_rows, finite)
     # Large arrays: reuse ``table`` as scratch (a fresh one costs page faults on first touch).
     np.multiply(table, solved, out=table)
@@ -103,7 +106,7 @@ def one_sentence_factors(scores: Tensor, *, single_root: bool, tol: float):
     sums = marginal_rows.sum(1)
     # A NaN anywhere reaches a term (min/max propagate it) and fails its comparison.
     terms = error_terms(n, tol, float(cancelled), float(entropy), float(score_size), float(plogp),
-                        float(sums.min()), float(sums.max()))
+                        float(sums.min()), float(sums.max()), float(gap))
     nonnegative = marginal_rows.min() >= -1e-300  # NaN fails
     trusted = bool(sign > 0) and bool(nonnegative) and all(term <= tol for term in terms)
     return (torch.from_numpy(weights[None]), torch.from_numpy(solved[None]),

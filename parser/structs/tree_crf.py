@@ -12,6 +12,7 @@ where that is not provably accurate are recomputed exactly by log-space eliminat
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
 import torch
@@ -56,8 +57,9 @@ class _cached:
         return value
 
 
-def _check_scores(scores: Tensor, lengths: Tensor) -> bool:
-    """Raises ValueError on bad input; returns whether any sentence is shorter than N (padded)."""
+def _check_scores(scores: Tensor, lengths: Tensor) -> tuple[bool, float]:
+    """Raises ValueError on bad input; returns whether any sentence is shorter than N (padded)
+    and the scores' range (largest minus smallest, padding and off arcs included)."""
     if not isinstance(scores, Tensor) or not scores.is_floating_point():
         raise ValueError(f"scores: expected a float tensor, got {getattr(scores, 'dtype', scores)}")
     if scores.dim() not in (3, 4) or scores.shape[1] != scores.shape[2] or scores.shape[1] < 2:
@@ -78,12 +80,13 @@ def _check_scores(scores: Tensor, lengths: Tensor) -> bool:
             raise ValueError(
                 f"lengths[{bad}] = {int(lengths[bad])} outside 1..N = 1..{size - 1} (scores {tuple(scores.shape)})"
             )
-    # One pass on the common path: the maximum is NaN or +inf exactly when a score is. (numpy's
-    # on the CPU: in a one-sentence call a torch op costs several times its isolated time.)
-    if scores.numel() and not float(_maximum(scores.detach() if scores.requires_grad else scores)) < float("inf"):
+    # The maximum is NaN or +inf exactly when a score is. (numpy's on the CPU: in a one-sentence
+    # call a torch op costs several times its isolated time.)
+    lowest, highest = _extremes(scores.detach() if scores.requires_grad else scores)
+    if not highest < float("inf"):
         where = tuple(int(i) for i in (torch.isnan(scores) | torch.isposinf(scores)).nonzero()[0])
         raise ValueError(f"scores{list(where)} = {scores[where].item()}: NaN or +inf score")
-    return low < size - 1
+    return low < size - 1, highest - lowest
 
 
 def _numpy_ready(scores: Tensor) -> bool:
@@ -91,9 +94,16 @@ def _numpy_ready(scores: Tensor) -> bool:
     return scores.device.type == "cpu" and scores.dtype in (torch.float32, torch.float64)
 
 
-def _maximum(scores: Tensor) -> Tensor | float:
-    """The largest score, by numpy where it can view the tensor (cheaper per call)."""
-    return scores.numpy().max() if _numpy_ready(scores) else scores.amax()
+def _extremes(scores: Tensor) -> tuple[float, float]:
+    """The smallest and the largest score (NaN if one is), by numpy where it can view the tensor
+    (cheaper per call)."""
+    if not scores.numel():
+        return 0.0, 0.0
+    if _numpy_ready(scores):
+        values = scores.numpy()
+        return float(values.min()), float(values.max())
+    lowest, highest = torch.aminmax(scores)
+    return float(lowest), float(highest)
 
 
 def _as(tensor: Tensor, dtype: torch.dtype) -> Tensor:
@@ -123,7 +133,9 @@ class TreeCRF(Distribution):
     has_rsample = False
 
     def __init__(self, scores: Tensor, lengths: Tensor, *, single_root: bool = True) -> None:
-        self._padded = _check_scores(scores, lengths)
+        self._padded, span = _check_scores(scores, lengths)
+        # Every gap between two arc scores of a word is at most this (labels: + log L).
+        self._span = span + math.log(scores.shape[-1]) if scores.dim() == 4 else span
         self.scores = scores
         self.lengths = (lengths if lengths.dtype == torch.long and lengths.device == scores.device
                         else lengths.to(device=scores.device, dtype=torch.long))
@@ -181,7 +193,8 @@ class TreeCRF(Distribution):
 
     @_cached
     def _lu(self) -> Factorization:
-        return Factorization(self._scores64, self.lengths, single_root=self.single_root, padded=self._padded)
+        return Factorization(self._scores64, self.lengths, single_root=self.single_root, padded=self._padded,
+                             span=self._span)
 
     @_cached
     def _certified_log_z(self) -> Tensor:
@@ -205,8 +218,7 @@ class TreeCRF(Distribution):
                                                             tol=self._tolerance)
             return LaplacianFactors(*parts, trusted, entropy, single_root=self.single_root)
         return matrix_tree(self._scores64, self.lengths, single_root=self.single_root,
-                           tolerance=self._tolerance, padded=self._padded, factorization=self._lu,
-                           float32_output=scores.dtype == torch.float32 and not self._has_graph)
+                           tolerance=self._tolerance, padded=self._padded, factorization=self._lu)
 
     @_cached
     def _partition(self) -> tuple[Tensor, Tensor]:
@@ -266,8 +278,6 @@ class TreeCRF(Distribution):
         """``[B, dep, head]`` p(head(dep) = head); exactly 0 on padding, row 0 and diagonal."""
         if self.scores.dtype != torch.float64 and "_partition" not in self.__dict__ and not self._has_graph:
             factors = self._factors
-            if factors.all_trusted and factors.marginals32 is not None:
-                return factors.marginals32
             if factors.all_trusted:  # ROOT's zero row and the input dtype in one pass
                 rows = factors.marginal_rows
                 out = rows.new_zeros(rows.shape[0], rows.shape[2], rows.shape[2], dtype=self.scores.dtype)

@@ -11,7 +11,9 @@ import pytest
 import torch
 
 from parser.structs import TreeCRF
+from parser.structs.laplacian import Factorization
 from parser.structs.log_elimination import log_partition_by_elimination
+from parser.structs.lu_trust import MAX_GAP
 
 SCALES = torch.tensor([1.0, 10.0, 100.0, 1e3, 1e4])
 GRID = [(10, True), (50, True), (150, True), (250, True), (10, False), (50, False), (150, False)]
@@ -53,3 +55,56 @@ def test_peaked_sentence_with_right_marginals_and_wrong_determinant(seed, index)
     torch.testing.assert_close(crf.log_partition.double(), exact, rtol=2e-7, atol=1e-4)
     assert (crf.log_prob(crf.argmax()) <= 0).all()
     assert not crf._factors.trusted.any()
+
+
+def _underflowing_sentence() -> torch.Tensor:
+    """Found by search (scores x 1000, N = 10): the best tree needs an arc more than 745 nats
+    below its word's best, whose shifted weight underflows to 0; the LU then returns, with
+    marginals that pass every other check, the distribution over the remaining trees: log Z
+    484 nats below the best tree's score."""
+    gen = torch.Generator().manual_seed(0)
+    return (1000.0 * torch.randn(512, 11, 11, generator=gen)).float()[405:406]
+
+
+def test_underflowing_weights_send_the_sentence_to_the_exact_path():
+    scores, lengths = _underflowing_sentence(), torch.tensor([10])
+    scores64 = TreeCRF(scores, lengths)._scores64
+    exact = log_partition_by_elimination(scores64, lengths, single_root=True)
+    lu = Factorization(scores64, lengths, single_root=True, padded=False)
+    assert float(lu.gap) > MAX_GAP and float(exact - lu.log_z) > 100  # the case is still one
+    ordinary = torch.randn(1, 11, 11, generator=torch.Generator().manual_seed(1))
+    for batch in (scores, torch.cat([scores, ordinary]), scores.double()):  # numpy path, torch path
+        count = batch.shape[0]
+        log_z_alone = TreeCRF(batch, lengths.expand(count)).log_partition  # certificate path
+        crf = TreeCRF(batch, lengths.expand(count))
+        marginals = crf.marginals
+        for value in (log_z_alone[0], crf.log_partition[0]):
+            torch.testing.assert_close(value.double(), exact[0], rtol=2e-7, atol=1e-4)
+        assert not bool(crf._factors.trusted[0])
+        assert (crf.log_prob(crf.argmax()) <= 0).all()
+        assert ((marginals[0, 1:].double().sum(-1) - 1).abs() <= 1e-6).all()
+
+
+def test_a_span_within_the_gap_limit_skips_the_gap_computation():
+    scores = torch.randn(2, 6, 6, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    lengths = torch.tensor([5, 3])
+    crf = TreeCRF(scores, lengths)
+    assert crf._lu._gap is not None and float(crf._lu.gap.abs().max()) == 0.0  # known, not computed
+    masked = crf._scores64
+    computed = Factorization(masked, lengths, single_root=True, padded=True).gap
+    words = masked[:, 1:].nan_to_num(neginf=float("inf"))
+    expected = (masked[:, 1:].amax(-1).nan_to_num(neginf=0.0) - words.amin(-1)).amax(-1)
+    torch.testing.assert_close(computed, expected)
+    assert 0 < float(computed.max()) < MAX_GAP
+
+
+@pytest.mark.parametrize(("seed", "index"), [(4, 9), (6, 280)])
+def test_peaked_sentence_in_a_batch_takes_the_exact_path_too(seed, index):
+    """The peaked sentences above beside an ordinary one: the batched (torch) test decides."""
+    gen = torch.Generator().manual_seed(seed)
+    peaked = (300.0 * torch.randn(512, 19, 19, generator=gen)).float()[index]
+    scores, lengths = torch.stack([peaked, torch.randn(19, 19, generator=gen)]), torch.tensor([18, 18])
+    crf = TreeCRF(scores, lengths)
+    exact = log_partition_by_elimination(crf.arc_scores.double(), lengths, single_root=True)
+    torch.testing.assert_close(crf.log_partition.double(), exact, rtol=2e-7, atol=1e-4)
+    assert crf._factors.trusted.tolist() == [False, True]
