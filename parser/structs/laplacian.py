@@ -178,7 +178,7 @@ def off_arc_penalty(size: int, dtype: torch.dtype, device: torch.device) -> Tens
 
 def off_arc_mask(lengths: Tensor, size: int) -> Tensor:
     """``[B, dep, head]`` bool: ``~arc_mask`` in one comparison."""
-    return _constants(size, lengths.device).reach > lengths[:, None, None]
+    return _constants(size, lengths.device).reach > lengths.view(-1, 1, 1)
 
 
 def word_mask(lengths: Tensor, size: int) -> Tensor:
@@ -204,12 +204,12 @@ class Factorization:
     weights: ``[B, N, N+1]`` word rows of the shifted arc weights; table: the Laplacian in that
     layout (column h + 1 = word h's column of M, column 0 = ROOT weights); lap: ``[B, N, N]``
     the Laplacian M itself (a view of ``table``); lu, pivots: LAPACK's LU of ``M^T``; log_z
-    ``[B]``; shift ``[B, N]``: each word's largest score (subtracted before ``exp``); gap: see
-    :attr:`gap`. ``span``: an upper bound on the scores' range (e.g. max - min of the input);
-    within :data:`.lu_trust.MAX_GAP` no weight can underflow and the gaps are not computed.
+    ``[B]``; shift ``[B, N]``: each word's largest score (subtracted before ``exp``). ``span``: an
+    upper bound on the scores' range (e.g. max - min of the input); within
+    :data:`.lu_trust.MAX_GAP` no weight can underflow and :attr:`gap_ok` is not computed.
     """
 
-    __slots__ = ("_gap", "abs_diag_u", "constants", "diag_u", "log_z", "lu", "padding", "pivots", "rows",
+    __slots__ = ("_gap_ok", "abs_diag_u", "constants", "diag_u", "log_z", "lu", "padding", "pivots", "rows",
                  "shift", "single_root", "table", "weights")
 
     def __init__(self, scores: Tensor, lengths: Tensor, *, single_root: bool, padded: bool,
@@ -225,8 +225,7 @@ class Factorization:
         if padded:  # padding rows are all -inf: their shift becomes 0 and their weights 0
             shift = torch.nan_to_num(shift, neginf=0.0)
         self.shift = shift
-        # Scores within MAX_GAP of each other cannot underflow: no gap to compute.
-        self._gap = torch.zeros_like(shift[:, 0]) if span <= MAX_GAP else None
+        self._gap_ok = None if span <= MAX_GAP else False  # False: not computed yet
         # (Unpadded, a word without any allowed head gets NaN weights: every test fails on NaN.)
         weights = rows - shift.unsqueeze(-1)
         # [B, dep word, head]; in place without a graph (one buffer fewer to allocate)
@@ -260,14 +259,14 @@ class Factorization:
         return self.table.narrow(2, 1, self.table.shape[1])
 
     @property
-    def gap(self) -> Tensor:
-        """``[B]``: the largest gap between a word's best score and one of its real arcs' (-inf
-        without words). Beyond :data:`.lu_trust.MAX_GAP` a weight is subnormal or 0."""
-        if self._gap is None:
+    def gap_ok(self) -> Tensor | None:
+        """``[B]`` bool: no real arc lies more than :data:`.lu_trust.MAX_GAP` below its word's best
+        score (beyond, its weight is subnormal or 0); None when the span guarantees it."""
+        if self._gap_ok is False:
             rows = self.rows.detach()
             lowest = torch.nan_to_num(rows, neginf=float("inf")).amin(-1)  # off arcs ignored
-            self._gap = (self.shift - lowest).amax(-1)  # padding words: 0 - inf
-        return self._gap
+            self._gap_ok = (self.shift - lowest).amax(-1) <= MAX_GAP  # padding words: 0 - inf
+        return self._gap_ok
 
     def log_z_certified(self, tol: float) -> Tensor:
         """``[B]`` bool: LU's log Z is provably within ``tol`` of the exact log Z, from the
@@ -300,7 +299,8 @@ class Factorization:
         lower = torch.linalg.solve_triangular(comparison.mT, ones, upper=True, unitriangular=True)
         upper = torch.linalg.solve_triangular(comparison, ones, upper=True)
         bound = torch.linalg.vecdot((lower * upper).squeeze(-1), self.abs_diag_u)
-        return (bound <= limit) & (self.gap <= MAX_GAP)
+        certified = bound <= limit
+        return certified if self.gap_ok is None else certified & self.gap_ok
 
 
 def matrix_tree(
@@ -336,7 +336,7 @@ def matrix_tree(
     checked = (fact.table, solved, fact.diag_u, marginal_rows, fact.rows, fact.log_z)
     if scores.requires_grad:  # the test is not differentiated; detach only when there is a graph
         checked = tuple(t.detach() for t in checked)
-    trusted, entropy = trust(*checked[:3], fact.pivots, *checked[3:], fact.gap, fact.padding, constants,
+    trusted, entropy = trust(*checked[:3], fact.pivots, *checked[3:], fact.gap_ok, fact.padding, constants,
                              tolerance)
     return LaplacianFactors(weights, solved, fact.log_z, marginal_rows, trusted, entropy,
                             single_root=single_root, inverse=inverse)

@@ -18,12 +18,12 @@ EPS64 = torch.finfo(torch.float64).eps
 
 
 def trust(table: Tensor, solved: Tensor, diag_u: Tensor, pivots: Tensor, marginal_rows: Tensor,
-           rows: Tensor, log_z: Tensor, gap: Tensor, padding: Tensor | None, constants,
+           rows: Tensor, log_z: Tensor, gap_ok: Tensor | None, padding: Tensor | None, constants,
            tol: float) -> tuple[Tensor | bool, Tensor]:
     """``(trusted [B] bool, or one Python bool for one sentence; entropy [B])``: the LU result
     is accurate to ``tol`` where every error term is ``<= tol`` (NaN fails); the entropy is
-    ``log Z - E[score]`` (exact where trusted), which the test needs anyway. ``gap [B]``: the
-    largest gap between a word's best score (its shift before ``exp``) and another real arc's.
+    ``log Z - E[score]`` (exact where trusted), which the test needs anyway. ``gap_ok [B]``: no
+    real arc lies more than :data:`MAX_GAP` below its word's best score (None: known).
 
     The weights first: ``exp(score - shift)`` is subnormal or 0 beyond a gap of 708 nats, and
     the trees through such an arc are lost to the LU while everything below still looks right
@@ -60,16 +60,18 @@ def trust(table: Tensor, solved: Tensor, diag_u: Tensor, pivots: Tensor, margina
         plogp = torch.add(marginal_rows, 1e-300, out=scratch).log_().mul_(marginal_rows)  # NaN if mu < -1e-300
     plogp = plogp.sum((-1, -2))  # -spread
     if log_z.shape[0] == 1:  # one sentence: one sync, then the terms in Python
-        scalars = torch.stack([cancelled, entropy, score_size, plogp, gap], -1)
+        scalars = torch.stack([cancelled, entropy, score_size, plogp], -1)
         values = torch.cat([scalars, sums, diag_u], -1).tolist()[0]
-        return trusted_one(values, pivots.tolist()[0], tol), entropy
+        trusted = trusted_one(values, pivots.tolist()[0], tol) and (gap_ok is None or bool(gap_ok))
+        return trusted, entropy
     low, high = torch.aminmax(sums, dim=-1)
     # det sign: -1 per negative pivot of U and per row swap (LAPACK pivots >= their row).
     det_sign = torch.where(pivots != constants.pivot_positions, -diag_u, diag_u).sign().prod(-1)
     # Every term is an affine function of these: one product instead of an op per term.
-    parts = torch.stack([cancelled, entropy, score_size, plogp, low, high, gap, det_sign], dim=-1)
+    parts = torch.stack([cancelled, entropy, score_size, plogp, low, high, det_sign], dim=-1)
     matrix, offset = term_matrix(table.shape[1], tol, table.device)
-    return (torch.addmm(offset, parts, matrix) <= tol).all(-1), entropy
+    trusted = (torch.addmm(offset, parts, matrix) <= tol).all(-1)
+    return (trusted if gap_ok is None else trusted & gap_ok), entropy
 
 
 # exp(-708.4) is float64's smallest normal number: a weight further below its word's best is
@@ -78,39 +80,37 @@ MAX_GAP = 708.0
 
 
 def error_terms(n: int, tol: float, cancelled: float, entropy: float, score_size: float,
-                plogp: float, low: float, high: float, gap: float) -> tuple[float, ...]:
+                plogp: float, low: float, high: float) -> tuple[float, ...]:
     """The error terms, each ``<= tol`` when trusted: ``eps N cancelled``, ``1 - low`` and
     ``high - 1`` (row sums), ``-H - slack`` and ``H - slack - spread`` (``slack = tol sum
     |score|``, ``spread = -plogp = sum_d H(head(d))``; the entropy bounds ``0 - slack <= H <=
-    spread + slack``) and ``gap - MAX_GAP``."""
+    spread + slack``)."""
     slack = tol * score_size
     return (EPS64 * max(n, 1) * cancelled, 1.0 - low, high - 1.0, -entropy - slack,
-            entropy - slack + plogp, gap - MAX_GAP)
+            entropy - slack + plogp)
 
 
 def trusted_one(values: list[float], pivots: list[int], tol: float) -> bool:
     """:func:`trust` for one sentence: ``values`` = (cancelled, H, sum |score|, sum mu log mu,
-    gap, N row sums, N pivots of U), ``pivots`` LAPACK's (1-based)."""
+    N row sums, N pivots of U), ``pivots`` LAPACK's (1-based)."""
     n = len(pivots)
     if any(math.isnan(v) for v in values):  # min/max below would skip a NaN
         return False
-    sums, diag = values[5 : 5 + n], values[5 + n :]
+    sums, diag = values[4 : 4 + n], values[4 + n :]
     negative = sum(u < 0 for u in diag) + sum(p != i for i, p in enumerate(pivots, 1))
-    cancelled, entropy, score_size, plogp, gap = values[:5]
-    terms = error_terms(n, tol, cancelled, entropy, score_size, plogp, min(sums), max(sums), gap)
+    terms = error_terms(n, tol, *values[:4], min(sums), max(sums))
     return negative % 2 == 0 and all(t <= tol for t in terms)
 
 
 @lru_cache(maxsize=256)
 def term_matrix(n: int, tol: float, device: torch.device) -> tuple[Tensor, Tensor]:
-    """``([8, 7], [7])``: :func:`error_terms` plus ``-det sign`` as ``parts @ matrix + offset`` for
-    parts (cancelled, H, sum |score|, sum mu log mu, lowest and highest row sum, gap, det sign)."""
-    matrix = torch.zeros(8, 7, dtype=torch.float64)
+    """``([7, 6], [6])``: :func:`error_terms` plus ``-det sign`` as ``parts @ matrix + offset`` for
+    parts (cancelled, H, sum |score|, sum mu log mu, lowest and highest row sum, det sign)."""
+    matrix = torch.zeros(7, 6, dtype=torch.float64)
     matrix[0, 0] = EPS64 * max(n, 1)
     matrix[4, 1], matrix[5, 2] = -1.0, 1.0
     matrix[1, 3], matrix[2, 3] = -1.0, -tol
     matrix[1, 4], matrix[2, 4], matrix[3, 4] = 1.0, -tol, 1.0
-    matrix[6, 5] = 1.0
-    matrix[7, 6] = -1.0
-    offset = torch.tensor([0.0, 1.0, -1.0, 0.0, 0.0, -MAX_GAP, 0.0], dtype=torch.float64)
+    matrix[6, 5] = -1.0
+    offset = torch.tensor([0.0, 1.0, -1.0, 0.0, 0.0, 0.0], dtype=torch.float64)
     return matrix.to(device), offset.to(device)

@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from parser.structs import laplacian
-from parser.structs.lu_trust import error_terms
+from parser.structs.lu_trust import MAX_GAP, error_terms
 
 __all__ = ["one_sentence_factors"]
 
@@ -106,9 +106,10 @@ def one_sentence_factors(scores: Tensor, *, single_root: bool, tol: float):
     sums = marginal_rows.sum(1)
     # A NaN anywhere reaches a term (min/max propagate it) and fails its comparison.
     terms = error_terms(n, tol, float(cancelled), float(entropy), float(score_size), float(plogp),
-                        float(sums.min()), float(sums.max()), float(gap))
+                        float(sums.min()), float(sums.max()))
     nonnegative = marginal_rows.min() >= -1e-300  # NaN fails
-    trusted = bool(sign > 0) and bool(nonnegative) and all(term <= tol for term in terms)
+    trusted = (bool(sign > 0) and bool(nonnegative) and bool(gap <= MAX_GAP)
+               and all(term <= tol for term in terms))
     return (torch.from_numpy(weights[None]), torch.from_numpy(solved[None]),
             torch.from_numpy(np.array([log_z])), torch.from_numpy(marginal_rows[None]), trusted,
             torch.from_numpy(np.array([entropy])))

@@ -13,7 +13,6 @@ import torch
 from parser.structs import TreeCRF
 from parser.structs.laplacian import Factorization
 from parser.structs.log_elimination import log_partition_by_elimination
-from parser.structs.lu_trust import MAX_GAP
 
 SCALES = torch.tensor([1.0, 10.0, 100.0, 1e3, 1e4])
 GRID = [(10, True), (50, True), (150, True), (250, True), (10, False), (50, False), (150, False)]
@@ -71,7 +70,7 @@ def test_underflowing_weights_send_the_sentence_to_the_exact_path():
     scores64 = TreeCRF(scores, lengths)._scores64
     exact = log_partition_by_elimination(scores64, lengths, single_root=True)
     lu = Factorization(scores64, lengths, single_root=True, padded=False)
-    assert float(lu.gap) > MAX_GAP and float(exact - lu.log_z) > 100  # the case is still one
+    assert not lu.gap_ok.any() and float(exact - lu.log_z) > 100  # the case is still one
     ordinary = torch.randn(1, 11, 11, generator=torch.Generator().manual_seed(1))
     for batch in (scores, torch.cat([scores, ordinary]), scores.double()):  # numpy path, torch path
         count = batch.shape[0]
@@ -85,17 +84,21 @@ def test_underflowing_weights_send_the_sentence_to_the_exact_path():
         assert ((marginals[0, 1:].double().sum(-1) - 1).abs() <= 1e-6).all()
 
 
-def test_a_span_within_the_gap_limit_skips_the_gap_computation():
+def test_the_gap_test_is_skipped_within_the_span_and_exact_beyond():
     scores = torch.randn(2, 6, 6, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
     lengths = torch.tensor([5, 3])
-    crf = TreeCRF(scores, lengths)
-    assert crf._lu._gap is not None and float(crf._lu.gap.abs().max()) == 0.0  # known, not computed
-    masked = crf._scores64
-    computed = Factorization(masked, lengths, single_root=True, padded=True).gap
-    words = masked[:, 1:].nan_to_num(neginf=float("inf"))
-    expected = (masked[:, 1:].amax(-1).nan_to_num(neginf=0.0) - words.amin(-1)).amax(-1)
-    torch.testing.assert_close(computed, expected)
-    assert 0 < float(computed.max()) < MAX_GAP
+    assert TreeCRF(scores, lengths)._lu.gap_ok is None  # range < MAX_GAP: nothing to compute
+    for low, expected in ((-706.0, [True, True]), (-710.0, [True, False])):
+        # word 2 of sentence 1 gets one arc (from word 3) that far below its best (0); a score
+        # of 5 elsewhere puts the range beyond MAX_GAP, so the gaps are computed
+        shifted = scores.clone()
+        shifted[1, 2] = 0.0
+        shifted[1, 2, 3] = low
+        shifted[0, 1, 2] = 5.0
+        crf = TreeCRF(shifted, lengths)
+        assert crf._lu.gap_ok.tolist() == expected
+        exact = log_partition_by_elimination(crf._scores64, lengths, single_root=True)
+        torch.testing.assert_close(crf.log_partition, exact, rtol=1e-12, atol=1e-9)
 
 
 @pytest.mark.parametrize(("seed", "index"), [(4, 9), (6, 280)])
