@@ -59,7 +59,7 @@ class _cached:
 
 def _check_scores(scores: Tensor, lengths: Tensor) -> tuple[bool, float]:
     """Raises ValueError on bad input; returns whether any sentence is shorter than N (padded)
-    and the scores' range (largest minus smallest, padding and off arcs included)."""
+    and the largest score (padding and off arcs included)."""
     if not isinstance(scores, Tensor) or not scores.is_floating_point():
         raise ValueError(f"scores: expected a float tensor, got {getattr(scores, 'dtype', scores)}")
     if scores.dim() not in (3, 4) or scores.shape[1] != scores.shape[2] or scores.shape[1] < 2:
@@ -80,13 +80,12 @@ def _check_scores(scores: Tensor, lengths: Tensor) -> tuple[bool, float]:
             raise ValueError(
                 f"lengths[{bad}] = {int(lengths[bad])} outside 1..N = 1..{size - 1} (scores {tuple(scores.shape)})"
             )
-    # The maximum is NaN or +inf exactly when a score is. (numpy's on the CPU: in a one-sentence
-    # call a torch op costs several times its isolated time.)
-    lowest, highest = _extremes(scores.detach() if scores.requires_grad else scores)
+    # The maximum is NaN or +inf exactly when a score is.
+    highest = _extreme(scores, "max")
     if not highest < float("inf"):
         where = tuple(int(i) for i in (torch.isnan(scores) | torch.isposinf(scores)).nonzero()[0])
         raise ValueError(f"scores{list(where)} = {scores[where].item()}: NaN or +inf score")
-    return low < size - 1, highest - lowest
+    return low < size - 1, highest
 
 
 def _numpy_ready(scores: Tensor) -> bool:
@@ -94,16 +93,16 @@ def _numpy_ready(scores: Tensor) -> bool:
     return scores.device.type == "cpu" and scores.dtype in (torch.float32, torch.float64)
 
 
-def _extremes(scores: Tensor) -> tuple[float, float]:
-    """The smallest and the largest score (NaN if one is), by numpy where it can view the tensor
-    (cheaper per call)."""
+def _extreme(scores: Tensor, which: str) -> float:
+    """The largest (``which="max"``) or smallest (``"min"``) score (NaN if one is; 0 without
+    scores), by numpy where it can view the tensor: in a one-sentence call a torch op costs
+    several times its isolated time."""
     if not scores.numel():
-        return 0.0, 0.0
+        return 0.0
+    scores = scores.detach() if scores.requires_grad else scores
     if _numpy_ready(scores):
-        values = scores.numpy()
-        return float(values.min()), float(values.max())
-    lowest, highest = torch.aminmax(scores)
-    return float(lowest), float(highest)
+        return float(getattr(scores.numpy(), which)())
+    return float(getattr(torch, "a" + which)(scores))
 
 
 def _as(tensor: Tensor, dtype: torch.dtype) -> Tensor:
@@ -133,9 +132,7 @@ class TreeCRF(Distribution):
     has_rsample = False
 
     def __init__(self, scores: Tensor, lengths: Tensor, *, single_root: bool = True) -> None:
-        self._padded, span = _check_scores(scores, lengths)
-        # Every gap between two arc scores of a word is at most this (labels: + log L).
-        self._span = span + math.log(scores.shape[-1]) if scores.dim() == 4 else span
+        self._padded, self._highest = _check_scores(scores, lengths)
         self.scores = scores
         self.lengths = (lengths if lengths.dtype == torch.long and lengths.device == scores.device
                         else lengths.to(device=scores.device, dtype=torch.long))
@@ -193,8 +190,13 @@ class TreeCRF(Distribution):
 
     @_cached
     def _lu(self) -> Factorization:
+        # Every gap between two arc scores of a word is at most the scores' range (labels: plus
+        # log L, the most a log-sum-exp over labels adds): within MAX_GAP, no gap to compute.
+        span = self._highest - _extreme(self.scores, "min")
+        if self.labeled:
+            span += math.log(self.scores.shape[-1])
         return Factorization(self._scores64, self.lengths, single_root=self.single_root, padded=self._padded,
-                             span=self._span)
+                             span=span)
 
     @_cached
     def _certified_log_z(self) -> Tensor:
