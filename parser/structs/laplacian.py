@@ -209,7 +209,7 @@ class Factorization:
     :data:`.lu_trust.MAX_GAP` no weight can underflow and :attr:`gap_ok` is not computed.
     """
 
-    __slots__ = ("_gap_ok", "abs_diag_u", "constants", "diag_u", "log_z", "lu", "padding", "pivots", "rows",
+    __slots__ = ("_gap_ok", "_incoming", "_root", "abs_diag_u", "constants", "diag_u", "log_z", "lu", "padding", "pivots", "rows",
                  "shift", "single_root", "table", "weights")
 
     def __init__(self, scores: Tensor, lengths: Tensor, *, single_root: bool, padded: bool,
@@ -236,6 +236,7 @@ class Factorization:
         padding = self.padding = lengths.unsqueeze(-1) < constants.word_positions if padded else None
         if padding is not None:  # (their incoming weights are 0)
             incoming = incoming + padding
+        self._incoming, self._root = incoming, root
         # M[d, d] sits at offset 1 of ``table``; single root (Koo et al.): word 1's column := ROOT's.
         table = weights * constants.head_signs
         if scores.requires_grad:  # out of place, for autograd
@@ -257,6 +258,13 @@ class Factorization:
     @property
     def lap(self) -> Tensor:
         return self.table.narrow(2, 1, self.table.shape[1])
+
+    @property
+    def head_bound(self) -> Tensor:
+        """``[B, N]``: each word's log-sum-exp of its arc scores, ROOT included (0 for padding
+        words): ``log Z <= sum`` of them, since every tree is a head function."""
+        totals = self._incoming + self._root if self.single_root else self._incoming
+        return totals.log() + self.shift
 
     @property
     def gap_ok(self) -> Tensor | None:
@@ -333,10 +341,10 @@ def matrix_tree(
     diag = solved.diagonal(1, dim1=-2, dim2=-1).unsqueeze(-1)  # -B[d, d] (single: 0 for word 1)
     coefficients = torch.addcmul(solved, diag, constants.spread[single_root])
     marginal_rows = weights * coefficients if scores.requires_grad else coefficients.mul_(weights)
-    checked = (fact.table, solved, fact.diag_u, marginal_rows, fact.rows, fact.log_z)
+    checked = (fact.table, solved, fact.diag_u, marginal_rows, fact.rows, fact.log_z, fact.head_bound)
     if scores.requires_grad:  # the test is not differentiated; detach only when there is a graph
         checked = tuple(t.detach() for t in checked)
-    trusted, entropy = trust(*checked[:3], fact.pivots, *checked[3:], fact.gap_ok, fact.padding, constants,
-                             tolerance)
+    trusted, entropy = trust(*checked[:3], fact.pivots, *checked[3:], fact.gap_ok, fact.padding,
+                             constants, tolerance)
     return LaplacianFactors(weights, solved, fact.log_z, marginal_rows, trusted, entropy,
                             single_root=single_root, inverse=inverse)

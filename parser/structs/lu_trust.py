@@ -15,15 +15,18 @@ from torch import Tensor
 __all__ = ["trust"]
 
 EPS64 = torch.finfo(torch.float64).eps
+# A marginal below -1/NEGATIVE_SCALE fails: -NEGATIVE_SCALE * mu > tol (as log's NaN did).
+NEGATIVE_SCALE = 1e300
 
 
 def trust(table: Tensor, solved: Tensor, diag_u: Tensor, pivots: Tensor, marginal_rows: Tensor,
-           rows: Tensor, log_z: Tensor, gap_ok: Tensor | None, padding: Tensor | None, constants,
-           tol: float) -> tuple[Tensor | bool, Tensor]:
+           rows: Tensor, log_z: Tensor, head_bound: Tensor, gap_ok: Tensor | None,
+           padding: Tensor | None, constants, tol: float) -> tuple[Tensor | bool, Tensor]:
     """``(trusted [B] bool, or one Python bool for one sentence; entropy [B])``: the LU result
     is accurate to ``tol`` where every error term is ``<= tol`` (NaN fails); the entropy is
-    ``log Z - E[score]`` (exact where trusted), which the test needs anyway. ``gap_ok [B]``: no
-    real arc lies more than :data:`MAX_GAP` below its word's best score (None: known).
+    ``log Z - E[score]`` (exact where trusted), which the test needs anyway. ``head_bound
+    [B, N]``: each word's log-sum-exp of its arc scores; ``gap_ok [B]``: no real arc lies more
+    than :data:`MAX_GAP` below its word's best score (None: known).
 
     The weights first: ``exp(score - shift)`` is subnormal or 0 beyond a gap of 708 nats, and
     the trees through such an arc are lost to the LU while everything below still looks right
@@ -35,12 +38,15 @@ def trust(table: Tensor, solved: Tensor, diag_u: Tensor, pivots: Tensor, margina
     of the terms that cancel in the marginals (padding adds 1 per padding word, harmless). That
     bound uses the computed ``B`` and assumes small growth, so it is not enough alone (scores
     x 100 give trusted-looking wrong results): the marginals must also be a distribution and the
-    determinant positive. The marginals are checked by ``sum mu log mu`` (NaN if one is
-    negative) and each word's sum (with all marginals >= 0, a sum within ``tol`` of 1 also puts
-    each in [0, 1 + tol]). Even then a determinant can be off by many nats while the marginals
-    look right (scores x 300, measured), so log Z is checked against the entropy's exact bounds:
-    ``0 <= H = log Z - E[score] <= sum_d H(head(d))`` (a tree's entropy is at most the sum of
-    its words' head entropies).
+    determinant positive. Every marginal must be ``>= -1e-300`` and each word's sum within
+    ``tol`` of 1 (which then puts each in [0, 1 + tol]). Even then a determinant can be off by
+    many nats while the marginals look right (scores x 300, measured), so log Z is bracketed:
+    ``E[score] <= log Z`` (the entropy is >= 0) and ``log Z <= sum_d logsumexp_h score(h, d)``
+    (every tree is a head function; with row sums ``r_d`` the bound is ``sum_d r_d head_bound_d``,
+    which is also ``E[score] + sum_d H(mu_d, softmax(scores_d))``, a cross-entropy bound on the
+    tree entropy). The tighter ``sum_d H(head(d))`` costs a log per arc (a tenth of the call) and
+    never decided a verdict alone in about 70,000 random sentences at scales 1 to 3000 (measured;
+    the verdicts of 46,080 more were the same with either bound).
     """
     # |M| * |B^T| = |M * B^T|, in the layout of ``table`` and ``solved``: one norm. One scratch
     # buffer serves every elementwise term below (a fresh one per term costs page faults).
@@ -54,13 +60,10 @@ def trust(table: Tensor, solved: Tensor, diag_u: Tensor, pivots: Tensor, margina
     score_size = torch.abs(rows, out=scratch).nan_to_num_(posinf=0.0).sum((-1, -2))
     expected = torch.mul(marginal_rows, rows, out=scratch).nan_to_num_(nan=0.0).sum((-1, -2))
     entropy = log_z - expected
-    if marginal_rows.numel() < 2048:
-        plogp = torch.xlogy(marginal_rows, marginal_rows)  # NaN if mu < 0
-    else:  # xlogy's scalar log costs twice a vectorised log on large inputs (0 log 0 -> 0 log tiny)
-        plogp = torch.add(marginal_rows, 1e-300, out=scratch).log_().mul_(marginal_rows)  # NaN if mu < -1e-300
-    plogp = plogp.sum((-1, -2))  # -spread
+    lowest = marginal_rows.amin((-1, -2))  # NaN propagates
+    upper = torch.linalg.vecdot(sums, head_bound)  # log Z's upper bound (padding words: 1 * 0)
     if log_z.shape[0] == 1:  # one sentence: one sync, then the terms in Python
-        scalars = torch.stack([cancelled, entropy, score_size, plogp], -1)
+        scalars = torch.stack([cancelled, entropy, score_size, expected - upper, lowest], -1)
         values = torch.cat([scalars, sums, diag_u], -1).tolist()[0]
         trusted = trusted_one(values, pivots.tolist()[0], tol) and (gap_ok is None or bool(gap_ok))
         return trusted, entropy
@@ -68,7 +71,7 @@ def trust(table: Tensor, solved: Tensor, diag_u: Tensor, pivots: Tensor, margina
     # det sign: -1 per negative pivot of U and per row swap (LAPACK pivots >= their row).
     det_sign = torch.where(pivots != constants.pivot_positions, -diag_u, diag_u).sign().prod(-1)
     # Every term is an affine function of these: one product instead of an op per term.
-    parts = torch.stack([cancelled, entropy, score_size, plogp, low, high, det_sign], dim=-1)
+    parts = torch.stack([cancelled, entropy, score_size, expected - upper, low, high, det_sign, lowest], -1)
     matrix, offset = term_matrix(table.shape[1], tol, table.device)
     trusted = (torch.addmm(offset, parts, matrix) <= tol).all(-1)
     return (trusted if gap_ok is None else trusted & gap_ok), entropy
@@ -80,37 +83,40 @@ MAX_GAP = 708.0
 
 
 def error_terms(n: int, tol: float, cancelled: float, entropy: float, score_size: float,
-                plogp: float, low: float, high: float) -> tuple[float, ...]:
+                neg_spread: float, low: float, high: float, lowest: float) -> tuple[float, ...]:
     """The error terms, each ``<= tol`` when trusted: ``eps N cancelled``, ``1 - low`` and
     ``high - 1`` (row sums), ``-H - slack`` and ``H - slack - spread`` (``slack = tol sum
-    |score|``, ``spread = -plogp = sum_d H(head(d))``; the entropy bounds ``0 - slack <= H <=
-    spread + slack``)."""
+    |score|``; the entropy bounds ``0 - slack <= H <= spread + slack`` for an upper bound
+    ``spread = -neg_spread`` on the entropy) and ``-1e300 lowest`` (the smallest marginal must
+    be ``>= -1e-300``)."""
     slack = tol * score_size
     return (EPS64 * max(n, 1) * cancelled, 1.0 - low, high - 1.0, -entropy - slack,
-            entropy - slack + plogp)
+            entropy - slack + neg_spread, -NEGATIVE_SCALE * lowest)
 
 
 def trusted_one(values: list[float], pivots: list[int], tol: float) -> bool:
-    """:func:`trust` for one sentence: ``values`` = (cancelled, H, sum |score|, sum mu log mu,
-    N row sums, N pivots of U), ``pivots`` LAPACK's (1-based)."""
+    """:func:`trust` for one sentence: ``values`` = (cancelled, H, sum |score|, -spread, lowest
+    marginal, N row sums, N pivots of U), ``pivots`` LAPACK's (1-based)."""
     n = len(pivots)
     if any(math.isnan(v) for v in values):  # min/max below would skip a NaN
         return False
-    sums, diag = values[4 : 4 + n], values[4 + n :]
+    sums, diag = values[5 : 5 + n], values[5 + n :]
     negative = sum(u < 0 for u in diag) + sum(p != i for i, p in enumerate(pivots, 1))
-    terms = error_terms(n, tol, *values[:4], min(sums), max(sums))
+    terms = error_terms(n, tol, *values[:4], min(sums), max(sums), values[4])
     return negative % 2 == 0 and all(t <= tol for t in terms)
 
 
 @lru_cache(maxsize=256)
 def term_matrix(n: int, tol: float, device: torch.device) -> tuple[Tensor, Tensor]:
-    """``([7, 6], [6])``: :func:`error_terms` plus ``-det sign`` as ``parts @ matrix + offset`` for
-    parts (cancelled, H, sum |score|, sum mu log mu, lowest and highest row sum, det sign)."""
-    matrix = torch.zeros(7, 6, dtype=torch.float64)
+    """``([8, 7], [7])``: :func:`error_terms` plus ``-det sign`` as ``parts @ matrix + offset`` for
+    parts (cancelled, H, sum |score|, -spread, lowest and highest row sum, det sign, lowest
+    marginal)."""
+    matrix = torch.zeros(8, 7, dtype=torch.float64)
     matrix[0, 0] = EPS64 * max(n, 1)
     matrix[4, 1], matrix[5, 2] = -1.0, 1.0
     matrix[1, 3], matrix[2, 3] = -1.0, -tol
     matrix[1, 4], matrix[2, 4], matrix[3, 4] = 1.0, -tol, 1.0
     matrix[6, 5] = -1.0
-    offset = torch.tensor([0.0, 1.0, -1.0, 0.0, 0.0, 0.0], dtype=torch.float64)
+    matrix[7, 6] = -NEGATIVE_SCALE
+    offset = torch.tensor([0.0, 1.0, -1.0, 0.0, 0.0, 0.0, 0.0], dtype=torch.float64)
     return matrix.to(device), offset.to(device)

@@ -110,9 +110,8 @@ def one_sentence_factors(scores: Tensor, *, single_root: bool, tol: float):
     sums = marginal_rows.sum(1)
     # A NaN anywhere reaches a term (min/max propagate it) and fails its comparison.
     terms = error_terms(n, tol, float(cancelled), float(entropy), float(score_size), float(plogp),
-                        float(sums.min()), float(sums.max()))
-    nonnegative = marginal_rows.min() >= -1e-300  # NaN fails
-    trusted = bool(sign > 0) and bool(nonnegative) and gap_ok and all(term <= tol for term in terms)
+                        float(sums.min()), float(sums.max()), float(marginal_rows.min()))
+    trusted = bool(sign > 0) and gap_ok and all(term <= tol for term in terms)  # NaN fails
     return (torch.from_numpy(weights[None]), torch.from_numpy(solved[None]),
             torch.from_numpy(np.array([log_z])), torch.from_numpy(marginal_rows[None]), trusted,
             torch.from_numpy(np.array([entropy])))
