@@ -126,8 +126,9 @@ class ModelConfig:
     kind: ScorerKind = ScorerKind.biaffine
     labels: LabelMode = LabelMode.classifier
     single_root: bool = True
-    # biaffine (Dozat & Manning 2017)
+    # biaffine (Dozat & Manning 2017); use_words=False: the BiLSTM reads UPOS alone
     use_upos: bool = True
+    use_words: bool = True
     word_dim: int = 100
     char_dim: int = 50
     char_hidden: int = 100
@@ -141,6 +142,10 @@ class ModelConfig:
     # log-linear (McDonald et al. 2005): hashed weight tables
     n_buckets: int = 4194304  # 2**22
     n_label_buckets: int = 1048576  # 2**20
+    # lexical=False: UPOS/direction/distance templates only; distance_prior: a fixed
+    # -s log|dep - head| score on word-word arcs (a short-arc bias, e.g. for GE alone)
+    lexical: bool = True
+    distance_prior: float = 0.0
 
 
 @dataclass

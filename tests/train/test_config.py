@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
@@ -36,6 +38,23 @@ def test_experiments_compose_to_the_schema(experiment):
     assert OmegaConf.get_type(cfg) is Config
     assert cfg.name == experiment
     assert cfg.data.treebank == "en_ewt"
+
+
+EXPERIMENTS = sorted(p.stem for p in (Path(__file__).parents[2] / "configs" / "experiment").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS)
+def test_every_experiment_config_composes_to_the_schema(experiment):
+    cfg = _compose(f"experiment={experiment}")
+    assert OmegaConf.get_type(cfg) is Config
+    assert cfg.name == experiment
+    assert cfg.data.treebank in ("en_ewt", "de_gsd", "fi_tdt", "fr_gsd", "ar_padt")
+
+
+def test_the_structural_ge_model_options_reach_the_scorer():
+    cfg = _compose("experiment=ge_alone_structural_en_ewt")
+    assert cfg.model.kind == "loglinear" and cfg.model.lexical is False
+    assert cfg.model.distance_prior > 0
 
 
 GROUP_OPTIONS = (

@@ -1,0 +1,60 @@
+"""The trust test's bracket on log Z and its sign test, on the fast path's own quantities: a
+log Z moved outside ``[E[score], sum_d logsumexp_h score]`` or a negative marginal must fail."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from parser.structs import TreeCRF
+from parser.structs.laplacian import Factorization, matrix_tree
+from parser.structs.lu_trust import trust
+
+
+def _parts(single_root: bool):
+    gen = torch.Generator().manual_seed(5)
+    scores = torch.randn(3, 8, 8, generator=gen, dtype=torch.float64)
+    lengths = torch.tensor([7, 5, 7])
+    masked = TreeCRF(scores, lengths, single_root=single_root)._scores64
+    fact = Factorization(masked, lengths, single_root=single_root, padded=True)
+    factors = matrix_tree(masked, lengths, single_root=single_root, factorization=fact)
+    assert factors.trusted.all()
+    return fact, factors
+
+
+def _verdict(fact, factors, *, log_z=None, marginal_rows=None):
+    return trust(fact.table, factors.solved, fact.diag_u, fact.pivots,
+                 factors.marginal_rows if marginal_rows is None else marginal_rows, fact.rows,
+                 fact.log_z if log_z is None else log_z, fact.head_bound, fact.gap_ok,
+                 fact.padding, fact.constants, 1e-9)[0]
+
+
+@pytest.mark.parametrize("single_root", [True, False])
+def test_head_bound_is_each_words_log_sum_exp(single_root):
+    fact, _ = _parts(single_root)
+    rows = fact.rows  # -inf off arcs and on padding words
+    expected = torch.logsumexp(rows, -1).nan_to_num(neginf=0.0)
+    torch.testing.assert_close(fact.head_bound, expected)
+
+
+@pytest.mark.parametrize("single_root", [True, False])
+def test_log_z_outside_its_bracket_fails(single_root):
+    fact, factors = _parts(single_root)
+    upper = fact.head_bound.sum(-1)
+    expected = (factors.marginal_rows * fact.rows.nan_to_num(neginf=0.0)).sum((-1, -2))
+    assert (expected < fact.log_z).all() and (fact.log_z < upper).all()
+    assert _verdict(fact, factors).all()
+    # just past either end of the bracket, sentence 0 alone
+    for moved in (upper[0] + 1e-3, expected[0] - 1e-3):
+        log_z = fact.log_z.clone()
+        log_z[0] = moved
+        assert _verdict(fact, factors, log_z=log_z).tolist() == [False, True, True]
+
+
+def test_a_negative_marginal_fails_even_when_rows_still_sum_to_one():
+    fact, factors = _parts(True)
+    rows = factors.marginal_rows.clone()
+    rows[1, 0, 1] -= 1e-200
+    rows[1, 0, 2] += 1e-200  # same row sum; mu[1, 0, 1] may now be negative
+    rows[1, 0, 1] = -1e-200
+    assert _verdict(fact, factors, marginal_rows=rows).tolist() == [True, False, True]
