@@ -160,12 +160,15 @@ class TreeCRF(Distribution):
         return self._off_arcs_masked(self.scores, in_place=False)
 
     def _off_arcs_masked(self, scores: Tensor, *, in_place: bool) -> Tensor:
-        """``scores [B, dep, head]`` with -inf off arcs: one add of a cached 0 / -inf mask when
-        unpadded (scores have no +inf), else a masked fill."""
+        """``scores [B, dep, head]`` with -inf off arcs: unpadded, row 0 and the diagonal filled
+        in place, or one add of a cached 0 / -inf mask (scores have no +inf); else a masked fill."""
         size = scores.shape[1]
+        if not self._padded and in_place:  # row 0 and the diagonal: two small fills
+            scores.select(1, 0).fill_(NEG_INF)
+            scores.diagonal(dim1=1, dim2=2).fill_(NEG_INF)
+            return scores
         if not self._padded:
-            penalty = laplacian.off_arc_penalty(size, scores.dtype, scores.device)
-            return scores.add_(penalty) if in_place else scores + penalty
+            return scores + laplacian.off_arc_penalty(size, scores.dtype, scores.device)
         mask = laplacian.off_arc_mask(self.lengths, size)
         return scores.masked_fill_(mask, NEG_INF) if in_place else scores.masked_fill(mask, NEG_INF)
 
@@ -282,7 +285,8 @@ class TreeCRF(Distribution):
             factors = self._factors
             if factors.all_trusted:  # ROOT's zero row and the input dtype in one pass
                 rows = factors.marginal_rows
-                out = rows.new_zeros(rows.shape[0], rows.shape[2], rows.shape[2], dtype=self.scores.dtype)
+                out = rows.new_empty(rows.shape[0], rows.shape[2], rows.shape[2], dtype=self.scores.dtype)
+                out.select(1, 0).zero_()
                 out.narrow(1, 1, rows.shape[1]).copy_(rows)
                 return out
         return _as(self._partition[1], self.scores.dtype)
