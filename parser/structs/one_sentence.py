@@ -10,6 +10,7 @@ parsing server; the TACL paper's Table 1). Batches stay in torch; tests compare 
 
 from __future__ import annotations
 
+import warnings
 from functools import lru_cache
 
 import numpy as np
@@ -22,6 +23,14 @@ from parser.structs.lu_trust import error_terms
 __all__ = ["one_sentence_factors"]
 
 _SMALLEST_NORMAL = np.finfo(np.float64).tiny  # exp(-708.4): lu_trust.MAX_GAP's reason
+# The reductions as ufunc methods called from here (ndarray.sum & co. go through numpy's Python
+# wrappers, whose warnings the filter below would not catch).
+_sum, _max, _min = np.add.reduce, np.maximum.reduce, np.minimum.reduce
+
+# numpy warns on a singular or overflowing sentence (divide by zero in slogdet, invalid values in
+# solve); such a sentence fails the trust test and takes the exact path, so the warning says
+# nothing to the user. Filtered for this module only (np.errstate would cost more than the call).
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"parser\.structs\.one_sentence")
 
 try:  # numpy's LAPACK gufuncs themselves: the public wrappers' checks cost ~8 us a call here,
     # and this path checks its input itself (finite weights; the sign before solving).
@@ -66,15 +75,15 @@ def one_sentence_factors(scores: Tensor, *, single_root: bool, tol: float):
     penalty, head_signs, diagonal, rhs, spread = _layout(n, single_root)
     raw = scores.detach().numpy()[0, 1:]
     rows = (raw if raw.dtype == np.float64 else raw.astype(np.float64)) + penalty  # [dep, head]
-    shift = rows.max(1)
-    shift_total = shift.sum()
+    shift = _max(rows, 1)
+    shift_total = _sum(shift, None)
     if not np.isfinite(shift_total):  # a word without allowed heads (or NaN): no LU, exact path
         nan_rows = torch.full((1, n, n + 1), float("nan"), dtype=torch.float64)
         nan = torch.full((1,), float("nan"), dtype=torch.float64)
         return nan_rows, nan_rows, nan, nan_rows, False, nan
     weights = rows - shift[:, None]
     _in_place(np.exp, torch.exp, weights)
-    incoming = weights[:, 1:].sum(1)
+    incoming = _sum(weights[:, 1:], 1)
     if not single_root:
         incoming += weights[:, 0]
     table = weights * head_signs  # column h + 1: word h's column of M; column 0: ROOT weights
@@ -100,17 +109,17 @@ def one_sentence_factors(scores: Tensor, *, single_root: bool, tol: float):
     entropy = log_z - np.vdot(marginal_rows, finite)
     # Large arrays: reuse ``table`` as scratch (a fresh one costs page faults on first touch).
     np.multiply(table, solved, out=table)
-    cancelled = np.abs(table, out=table).sum()
-    score_size = np.abs(finite, out=table).sum()
+    cancelled = _sum(np.abs(table, out=table), None)
+    score_size = _sum(np.abs(finite, out=table), None)
     # A negative marginal fails the test below (as log's NaN does in torch's); abs keeps numpy's
     # warnings out (np.errstate would cost more than the rest of a small call).
     logs = np.abs(marginal_rows, out=table)
     logs += 1e-300
     plogp = np.vdot(marginal_rows, _in_place(np.log, torch.log, logs))
-    sums = marginal_rows.sum(1)
+    sums = _sum(marginal_rows, 1)
     # A NaN anywhere reaches a term (min/max propagate it) and fails its comparison.
     terms = error_terms(n, tol, float(cancelled), float(entropy), float(score_size), float(plogp),
-                        float(sums.min()), float(sums.max()), float(marginal_rows.min()))
+                        float(_min(sums, 0)), float(_max(sums, 0)), float(_min(marginal_rows, None)))
     trusted = bool(sign > 0) and gap_ok and all(term <= tol for term in terms)  # NaN fails
     return (torch.from_numpy(weights[None]), torch.from_numpy(solved[None]),
             torch.from_numpy(np.array([log_z])), torch.from_numpy(marginal_rows[None]), trusted,
