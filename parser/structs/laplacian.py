@@ -45,8 +45,8 @@ class LaplacianFactors:
     marginals: ``[B, dep, head]`` arc marginals, exactly 0 off arcs.
     trusted: ``[B]`` bool, False where the LU result may be inexact (ill-conditioned Laplacian);
     all_trusted: the same for the whole batch, one Python bool.
-    entropy: ``[B]`` ``log_z - sum(marginals * scores)`` as the trust test computed it (detached;
-    the tree entropy wherever ``trusted``).
+    expected: ``[B]`` ``sum(marginals * scores)`` as the trust test computed it (detached);
+    entropy: ``log_z - expected`` (detached; the tree entropy wherever ``trusted``), on first use.
     single_root: the root constraint the Laplacian encodes.
 
     The fast path computes word rows ``[B, N, N+1]`` and ``solved`` (see :func:`matrix_tree`);
@@ -54,15 +54,15 @@ class LaplacianFactors:
     use, since log Z and entropy never need them.
     """
 
-    __slots__ = ("_inverse", "_marginals", "_trusted", "_weights", "all_trusted", "entropy", "log_z",
+    __slots__ = ("_entropy", "_inverse", "_marginals", "_trusted", "_weights", "all_trusted", "expected", "log_z",
                  "marginal_rows", "single_root", "solved", "weight_rows")
 
     def __init__(self, weight_rows: Tensor, solved: Tensor, log_z: Tensor, marginal_rows: Tensor,
-                 trusted: Tensor | bool, entropy: Tensor, *, single_root: bool,
+                 trusted: Tensor | bool, expected: Tensor, *, single_root: bool,
                  inverse: Tensor | None = None) -> None:
         self.weight_rows, self.solved, self.log_z = weight_rows, solved, log_z
-        self.marginal_rows, self.entropy, self.single_root = marginal_rows, entropy, single_root
-        self._inverse = inverse
+        self.marginal_rows, self.expected, self.single_root = marginal_rows, expected, single_root
+        self._inverse, self._entropy = inverse, None
         self._weights = self._marginals = None
         if isinstance(trusted, bool):  # one sentence, tested in Python
             self.all_trusted, self._trusted = trusted, None
@@ -75,6 +75,12 @@ class LaplacianFactors:
         if self._trusted is None:
             self._trusted = torch.tensor([self.all_trusted], device=self.log_z.device)
         return self._trusted
+
+    @property
+    def entropy(self) -> Tensor:
+        if self._entropy is None:
+            self._entropy = self.log_z.detach() - self.expected
+        return self._entropy
 
     @property
     def weights(self) -> Tensor:
@@ -209,8 +215,8 @@ class Factorization:
     :data:`.lu_trust.MAX_GAP` no weight can underflow and :attr:`gap_ok` is not computed.
     """
 
-    __slots__ = ("_gap_ok", "_incoming", "_root", "abs_diag_u", "constants", "diag_u", "log_z", "lu", "padding", "pivots", "rows",
-                 "shift", "single_root", "table", "weights")
+    __slots__ = ("_gap_ok", "_incoming", "_root", "abs_diag_u", "constants", "diag_u", "log_det", "log_z",
+                 "lu", "padding", "pivots", "rows", "shift", "single_root", "table", "weights")
 
     def __init__(self, scores: Tensor, lengths: Tensor, *, single_root: bool, padded: bool,
                  span: float = math.inf) -> None:
@@ -253,18 +259,19 @@ class Factorization:
         self.lu, self.pivots, _ = torch.linalg.lu_factor_ex(self.lap.mT)
         self.diag_u = self.lu.diagonal(dim1=-2, dim2=-1)
         self.abs_diag_u = self.diag_u.abs()
-        self.log_z = (self.abs_diag_u.log() + shift).sum(-1)
+        self.log_det = self.abs_diag_u.log().sum(-1)  # of the shifted Laplacian
+        self.log_z = self.log_det + shift.sum(-1)
 
     @property
     def lap(self) -> Tensor:
         return self.table.narrow(2, 1, self.table.shape[1])
 
     @property
-    def head_bound(self) -> Tensor:
-        """``[B, N]``: each word's log-sum-exp of its arc scores, ROOT included (0 for padding
-        words): ``log Z <= sum`` of them, since every tree is a head function."""
+    def log_head_functions(self) -> Tensor:
+        """``[B]`` log of the shifted weight of all head functions, ``sum_d log sum_h w(h, d)``
+        (ROOT included; padding words add log 1): ``log_det <= it``, since every tree is one."""
         totals = self._incoming + self._root if self.single_root else self._incoming
-        return totals.log() + self.shift
+        return totals.log().sum(-1)
 
     @property
     def gap_ok(self) -> Tensor | None:
@@ -327,7 +334,6 @@ def matrix_tree(
     """
     fact = factorization or Factorization(scores, lengths, single_root=single_root, padded=padded)
     constants, weights, lap = fact.constants, fact.weights, fact.lap
-    n, size = lap.shape[-1], weights.shape[-1]
     # solved = M^{-T} rhs [B, d, y]: column y + 1 is -B[y, d] (single-root: 0 for word 1's
     # row, which column 0 holds instead: B[1, d]), so that one fused op gives every coefficient
     # u_(d,h)^T B e_d: B[d, d] - B[h, d] for word heads, B[1, d] (single) or B[d, d] for ROOT.
@@ -337,14 +343,15 @@ def matrix_tree(
         inverse = torch.linalg.inv_ex(lap)[0]
         solved = inverse.mT @ rhs
     else:
-        solved = torch.linalg.lu_solve(fact.lu, fact.pivots, rhs.expand(lap.shape[0], n, size))
+        solved = torch.linalg.lu_solve(fact.lu, fact.pivots, rhs)  # (rhs broadcasts over the batch)
     diag = solved.diagonal(1, dim1=-2, dim2=-1).unsqueeze(-1)  # -B[d, d] (single: 0 for word 1)
     coefficients = torch.addcmul(solved, diag, constants.spread[single_root])
     marginal_rows = weights * coefficients if scores.requires_grad else coefficients.mul_(weights)
-    checked = (fact.table, solved, fact.diag_u, marginal_rows, fact.rows, fact.log_z, fact.head_bound)
+    checked = (fact.table, solved, fact.diag_u, marginal_rows, fact.rows, fact.log_z, fact.log_det,
+               fact.log_head_functions)
     if scores.requires_grad:  # the test is not differentiated; detach only when there is a graph
         checked = tuple(t.detach() for t in checked)
-    trusted, entropy = trust(*checked[:3], fact.pivots, *checked[3:], fact.gap_ok, fact.padding,
-                             constants, tolerance)
-    return LaplacianFactors(weights, solved, fact.log_z, marginal_rows, trusted, entropy,
+    trusted, expected = trust(*checked[:3], fact.pivots, *checked[3:], fact.gap_ok, fact.padding,
+                              constants, tolerance)
+    return LaplacianFactors(weights, solved, fact.log_z, marginal_rows, trusted, expected,
                             single_root=single_root, inverse=inverse)

@@ -67,7 +67,7 @@ def _layout(n: int, single_root: bool) -> tuple[np.ndarray, ...]:
 
 
 def one_sentence_factors(scores: Tensor, *, single_root: bool, tol: float):
-    """``(weight_rows, solved, log_z, marginal_rows, trusted, entropy)`` for ``scores [1, N+1,
+    """``(weight_rows, solved, log_z, marginal_rows, trusted, expected score)`` for ``scores [1, N+1,
     N+1]`` (one sentence filling the tensor, unmasked: row 0 and the diagonal are ignored), as
     :func:`.laplacian.matrix_tree` computes them (float64 tensors with a batch dimension of 1;
     ``trusted`` a Python bool). CPU, no autograd."""
@@ -106,7 +106,8 @@ def one_sentence_factors(scores: Tensor, *, single_root: bool, tol: float):
     # than a masked minimum per row.)
     gap_ok = int(np.count_nonzero(weights < _SMALLEST_NORMAL)) == int(np.count_nonzero(off_arcs))
     np.copyto(finite, 0.0, where=off_arcs)
-    entropy = log_z - np.vdot(marginal_rows, finite)
+    expected = np.vdot(marginal_rows, finite)
+    entropy = log_z - expected
     # Large arrays: reuse ``table`` as scratch (a fresh one costs page faults on first touch).
     np.multiply(table, solved, out=table)
     cancelled = _sum(np.abs(table, out=table), None)
@@ -123,7 +124,7 @@ def one_sentence_factors(scores: Tensor, *, single_root: bool, tol: float):
     trusted = bool(sign > 0) and gap_ok and all(term <= tol for term in terms)  # NaN fails
     return (torch.from_numpy(weights[None]), torch.from_numpy(solved[None]),
             torch.from_numpy(np.array([log_z])), torch.from_numpy(marginal_rows[None]), trusted,
-            torch.from_numpy(np.array([entropy])))
+            torch.from_numpy(np.array([expected])))
 
 
 def _in_place(numpy_op, torch_op, array: np.ndarray) -> np.ndarray:

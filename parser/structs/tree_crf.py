@@ -219,9 +219,9 @@ class TreeCRF(Distribution):
         if scores.shape[0] == 1 and not self._padded and _numpy_ready(scores) and not self._has_graph:
             # One sentence, no graph: the same fast path with numpy's cheaper per-op cost.
             arcs = self._scores64 if self.labeled else scores  # (unmasked is fine here)
-            *parts, trusted, entropy = one_sentence_factors(arcs, single_root=self.single_root,
-                                                            tol=self._tolerance)
-            return LaplacianFactors(*parts, trusted, entropy, single_root=self.single_root)
+            *parts, trusted, expected = one_sentence_factors(arcs, single_root=self.single_root,
+                                                             tol=self._tolerance)
+            return LaplacianFactors(*parts, trusted, expected, single_root=self.single_root)
         return matrix_tree(self._scores64, self.lengths, single_root=self.single_root,
                            tolerance=self._tolerance, padded=self._padded, factorization=self._lu)
 

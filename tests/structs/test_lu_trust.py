@@ -22,33 +22,35 @@ def _parts(single_root: bool):
     return fact, factors
 
 
-def _verdict(fact, factors, *, log_z=None, marginal_rows=None):
+def _verdict(fact, factors, *, error=0.0, marginal_rows=None):
+    """The trust test with sentence 0's determinant (log_det and log Z) off by ``error``."""
+    moved = torch.tensor([error, 0.0, 0.0], dtype=torch.float64)
     return trust(fact.table, factors.solved, fact.diag_u, fact.pivots,
                  factors.marginal_rows if marginal_rows is None else marginal_rows, fact.rows,
-                 fact.log_z if log_z is None else log_z, fact.head_bound, fact.gap_ok,
+                 fact.log_z + moved, fact.log_det + moved, fact.log_head_functions, fact.gap_ok,
                  fact.padding, fact.constants, 1e-9)[0]
 
 
 @pytest.mark.parametrize("single_root", [True, False])
-def test_head_bound_is_each_words_log_sum_exp(single_root):
+def test_log_head_functions_is_the_words_log_sum_exps_without_the_shifts(single_root):
     fact, _ = _parts(single_root)
     rows = fact.rows  # -inf off arcs and on padding words
-    expected = torch.logsumexp(rows, -1).nan_to_num(neginf=0.0)
-    torch.testing.assert_close(fact.head_bound, expected)
+    expected = torch.logsumexp(rows, -1).nan_to_num(neginf=0.0).sum(-1) - fact.shift.sum(-1)
+    torch.testing.assert_close(fact.log_head_functions, expected)
 
 
 @pytest.mark.parametrize("single_root", [True, False])
 def test_log_z_outside_its_bracket_fails(single_root):
     fact, factors = _parts(single_root)
-    upper = fact.head_bound.sum(-1)
+    upper = fact.log_head_functions + fact.shift.sum(-1)  # sum_d logsumexp_h score(h, d)
     expected = (factors.marginal_rows * fact.rows.nan_to_num(neginf=0.0)).sum((-1, -2))
     assert (expected < fact.log_z).all() and (fact.log_z < upper).all()
     assert _verdict(fact, factors).all()
-    # just past either end of the bracket, sentence 0 alone
-    for moved in (upper[0] + 1e-3, expected[0] - 1e-3):
-        log_z = fact.log_z.clone()
-        log_z[0] = moved
-        assert _verdict(fact, factors, log_z=log_z).tolist() == [False, True, True]
+    # log Z just past either end of the bracket, sentence 0 alone
+    for error in (float(upper[0] - fact.log_z[0]) + 1e-3, float(expected[0] - fact.log_z[0]) - 1e-3):
+        assert _verdict(fact, factors, error=error).tolist() == [False, True, True]
+    for error in (float(upper[0] - fact.log_z[0]) - 1e-3, float(expected[0] - fact.log_z[0]) + 1e-3):
+        assert _verdict(fact, factors, error=error).tolist() == [True, True, True]
 
 
 def test_a_negative_marginal_fails_even_when_rows_still_sum_to_one():

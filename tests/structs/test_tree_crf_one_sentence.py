@@ -22,12 +22,12 @@ def _masked(scores: torch.Tensor) -> torch.Tensor:
 def test_every_part_equals_the_tensor_path(single_root, n):
     gen = torch.Generator().manual_seed(n)
     scores = torch.randn(1, n + 1, n + 1, generator=gen, dtype=torch.float64)
-    weights, solved, log_z, marginals, trusted, entropy = one_sentence_factors(
+    weights, solved, log_z, marginals, trusted, expected = one_sentence_factors(
         scores, single_root=single_root, tol=1e-9)
     reference = matrix_tree(_masked(scores), torch.tensor([n]), single_root=single_root, padded=False)
     assert trusted and reference.all_trusted
     for got, want in ((weights, reference.weight_rows), (solved, reference.solved), (log_z, reference.log_z),
-                      (marginals, reference.marginal_rows), (entropy, reference.entropy)):
+                      (marginals, reference.marginal_rows), (expected, reference.expected)):
         assert got.shape == want.shape and got.dtype == torch.float64
         torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
 
