@@ -45,9 +45,9 @@ def trust(table: Tensor, solved: Tensor, diag_u: Tensor, pivots: Tensor, margina
     ``E[score] <= log Z`` (the entropy is >= 0) and ``log Z <= sum_d logsumexp_h score(h, d)``
     (every tree is a head function; with the shifts taken out, ``log_det <= log_head_functions``;
     with row sums of 1 it is also ``E[score] + sum_d H(mu_d, softmax(scores_d))``, a
-    cross-entropy bound on the tree entropy). The tighter ``sum_d H(head(d))`` costs a log per arc (a tenth of the call) and
-    never decided a verdict alone in about 70,000 random sentences at scales 1 to 3000 (measured;
-    the verdicts of 46,080 more were the same with either bound).
+    cross-entropy bound on the tree entropy). The tighter ``sum_d H(head(d))`` costs a log per
+    arc (a tenth of the call) and never decided a verdict alone in about 70,000 random sentences
+    at scales 1 to 3000 (measured; the verdicts of 46,080 more were the same with either bound).
     """
     # |M| * |B^T| = |M * B^T|, in the layout of ``table`` and ``solved``: one norm. One scratch
     # buffer serves every elementwise term below (a fresh one per term costs page faults).
