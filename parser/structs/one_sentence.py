@@ -1,7 +1,8 @@
 """The LU fast path of :mod:`.laplacian` for one unpadded sentence on the CPU without autograd.
 
 Same mathematics and the same error terms as the trust test (:func:`.lu_trust.error_terms`; the
-determinant's sign and negative marginals checked directly), but in numpy on views of the
+determinant's sign and negative marginals checked directly; the entropy's upper bound is the
+tighter sum of the words' head entropies, a log per arc being cheap here), but in numpy on views of the
 tensors: a call is ~25 elementwise operations around two LAPACK calls (slogdet, solve), and at
 sentence sizes a numpy operation costs ~1 us where a torch one costs several (more again when
 numpy and torch calls alternate). This is what one-sentence-at-a-time use pays per call (a
