@@ -52,8 +52,8 @@ class LogLinearScorer(nn.Module):
 
     ``lexical=False`` keeps only the templates made of UPOS tags (``features.UNLEXICALIZED``), the
     in-between template and a bare direction x distance template (``DISTANCE_TEMPLATE``): no word,
-    prefix or suffix feature, so every weight is shared by all arcs with the same tags and
-    context, and the scores do not change when the words do. For training without trees (GE),
+    prefix or suffix feature (nor the label scores' word features), so every weight is shared by
+    all arcs with the same tags and context, and no score changes when the words do. For training without trees (GE),
     where the constraints speak about tags and distances only.
 
     ``distance_prior`` (``s >= 0``) adds the fixed score ``-s * log|dep - head|`` to every arc
@@ -103,7 +103,7 @@ class LogLinearScorer(nn.Module):
     def forward(self, batch: Batch) -> EdgeScores:
         """arcs ``[B, dep, head]``; labels ``[B, dep, head, L]`` or ``None``."""
         check_batch(batch, n_words=self.n_words, n_upos=self.n_upos)
-        if self.training and self.word_dropout > 0:
+        if self.training and self.word_dropout > 0 and self.lexical:  # (unlexicalized: no word read)
             batch = self._drop_words(batch)
         direction, distance = direction_and_distance(
             batch.words.shape[1], device=batch.words.device
@@ -137,8 +137,9 @@ class LogLinearScorer(nn.Module):
         """``[B, dep, head]``; ``direction``, ``distance`` ``[N+1, N+1]`` from
         ``direction_and_distance``."""
         batch_size, width = batch.words.shape
-        sources = arc_sources(
-            batch.words, batch.upos, batch.lengths, n_upos=self.n_upos, chars=batch.chars
+        sources = arc_sources(  # (no prefix/suffix hashes when no template reads them)
+            batch.words, batch.upos, batch.lengths, n_upos=self.n_upos,
+            chars=batch.chars if self.lexical else None,
         )
         templates = range(len(ARC_TEMPLATES)) if self.lexical else UNLEXICALIZED
         ids = []
@@ -182,25 +183,28 @@ class LogLinearScorer(nn.Module):
         t_head, t_dep = tags[:, None, None, None], tags[None, :, None, None]
         dirs = torch.arange(2, device=device)
         bins = torch.arange(N_DISTANCE_BINS, device=device)
-        bias, hp, dp, pair, pair_dir, dist, head_word, dep_word = self._lookup(
-            self.label_weights,
-            [
-                hash_values(LABEL_BIAS, rels),  # [L]
-                hash_values(LABEL_HP, t_head, rels),  # [T, 1, 1, L]
-                hash_values(LABEL_DP, t_dep, rels),  # [1, T, 1, L]
-                hash_values(LABEL_PAIR, t_head, t_dep, rels),  # [T, T, 1, L]
-                hash_values(LABEL_PAIR_DIR, t_head, t_dep, dirs[:, None], rels),  # [T, T, 2, L]
-                hash_values(LABEL_DIST, dirs[:, None, None], bins[:, None], rels),  # [2, bins, L]
+        ids = [
+            hash_values(LABEL_BIAS, rels),  # [L]
+            hash_values(LABEL_HP, t_head, rels),  # [T, 1, 1, L]
+            hash_values(LABEL_DP, t_dep, rels),  # [1, T, 1, L]
+            hash_values(LABEL_PAIR, t_head, t_dep, rels),  # [T, T, 1, L]
+            hash_values(LABEL_PAIR_DIR, t_head, t_dep, dirs[:, None], rels),  # [T, T, 2, L]
+            hash_values(LABEL_DIST, dirs[:, None, None], bins[:, None], rels),  # [2, bins, L]
+        ]
+        if self.lexical:
+            ids += [
                 hash_values(LABEL_HW, batch.words[:, None, :, None], rels),  # [B, 1, N+1, L]
                 hash_values(LABEL_DW, batch.words[:, :, None, None], rels),  # [B, N+1, 1, L]
-            ],
-        )
+            ]
+        bias, hp, dp, pair, pair_dir, dist, *word_weights = self._lookup(self.label_weights, ids)
         # Every feature made of (head tag, dependent tag, direction) folds into one
         # [T(head), T(dep), 2, L] table, gathered once per arc.
         pos_table = bias + hp + dp + pair + pair_dir
         head_tag, dep_tag = batch.upos[:, None, :], batch.upos[:, :, None]
         scores = pos_table[head_tag, dep_tag, direction] + dist[direction, distance]
-        return scores + head_word + dep_word
+        for weights in word_weights:  # head word [B, 1, N+1, L], dependent word [B, N+1, 1, L]
+            scores = scores + weights
+        return scores
 
 
 def log_inverse_distance(width: int, *, device: torch.device | str | None = None) -> Tensor:

@@ -102,8 +102,10 @@ def test_unlexicalized_scores_do_not_change_with_the_words() -> None:
     assert not torch.equal(other.words, batch.words) and not torch.equal(other.chars, batch.chars)
     with torch.no_grad():
         torch.testing.assert_close(model(other).arcs, model(batch).arcs, rtol=0, atol=0)
+        torch.testing.assert_close(model(other).labels, model(batch).labels, rtol=0, atol=0)
         # The same change moves the lexicalized scorer's scores: the test can see words.
         assert not torch.allclose(lexical(other).arcs, lexical(batch).arcs)
+        assert not torch.allclose(lexical(other).labels, lexical(batch).labels)
 
 
 def test_unlexicalized_padding_invariance() -> None:
