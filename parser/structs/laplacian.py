@@ -215,7 +215,7 @@ class Factorization:
     :data:`.lu_trust.MAX_GAP` no weight can underflow and :attr:`gap_ok` is not computed.
     """
 
-    __slots__ = ("_gap_ok", "_incoming", "_root", "abs_diag_u", "constants", "diag_u", "log_det", "log_z",
+    __slots__ = ("_gap_ok", "_incoming", "_root", "_span", "abs_diag_u", "constants", "diag_u", "log_det", "log_z",
                  "lu", "padding", "pivots", "rows", "shift", "single_root", "table", "weights")
 
     def __init__(self, scores: Tensor, lengths: Tensor, *, single_root: bool, padded: bool,
@@ -231,7 +231,7 @@ class Factorization:
         if padded:  # padding rows are all -inf: their shift becomes 0 and their weights 0
             shift = torch.nan_to_num(shift, neginf=0.0)
         self.shift = shift
-        self._gap_ok = None if span <= MAX_GAP else False  # False: not computed yet
+        self._span, self._gap_ok = span, None
         # (Unpadded, a word without any allowed head gets NaN weights: every test fails on NaN.)
         weights = rows - shift.unsqueeze(-1)
         # [B, dep word, head]; in place without a graph (one buffer fewer to allocate)
@@ -277,7 +277,9 @@ class Factorization:
     def gap_ok(self) -> Tensor | None:
         """``[B]`` bool: no real arc lies more than :data:`.lu_trust.MAX_GAP` below its word's best
         score (beyond, its weight is subnormal or 0); None when the span guarantees it."""
-        if self._gap_ok is False:
+        if self._span <= MAX_GAP:
+            return None
+        if self._gap_ok is None:
             rows = self.rows.detach()
             lowest = torch.nan_to_num(rows, neginf=float("inf")).amin(-1)  # off arcs ignored
             self._gap_ok = (self.shift - lowest).amax(-1) <= MAX_GAP  # padding words: 0 - inf

@@ -15,6 +15,10 @@ from torch import Tensor
 __all__ = ["trust"]
 
 EPS64 = torch.finfo(torch.float64).eps
+# exp(-MAX_GAP) is float64's smallest normal number (MAX_GAP = 708.4): a weight further below its
+# word's best is subnormal (relative precision lost) or 0 (the arc lost).
+SMALLEST_NORMAL = torch.finfo(torch.float64).tiny
+MAX_GAP = -math.log(SMALLEST_NORMAL)
 # A marginal below -1/NEGATIVE_SCALE fails: -NEGATIVE_SCALE * mu > tol (as log's NaN did).
 NEGATIVE_SCALE = 1e300
 
@@ -77,10 +81,6 @@ def trust(table: Tensor, solved: Tensor, diag_u: Tensor, pivots: Tensor, margina
     trusted = (torch.addmm(offset, parts, matrix) <= tol).all(-1)
     return (trusted if gap_ok is None else trusted & gap_ok), expected
 
-
-# exp(-708.4) is float64's smallest normal number: a weight further below its word's best is
-# subnormal (relative precision lost) or 0 (the arc lost).
-MAX_GAP = 708.0
 
 
 def error_terms(n: int, tol: float, cancelled: float, entropy: float, score_size: float,

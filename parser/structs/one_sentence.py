@@ -19,11 +19,10 @@ import torch
 from torch import Tensor
 
 from parser.structs import laplacian
-from parser.structs.lu_trust import error_terms
+from parser.structs.lu_trust import SMALLEST_NORMAL, error_terms
 
 __all__ = ["one_sentence_factors"]
 
-_SMALLEST_NORMAL = np.finfo(np.float64).tiny  # exp(-708.4): lu_trust.MAX_GAP's reason
 # The reductions as ufunc methods called from here (ndarray.sum & co. go through numpy's Python
 # wrappers, whose warnings the filter below would not catch).
 _sum, _max, _min = np.add.reduce, np.maximum.reduce, np.minimum.reduce
@@ -105,7 +104,7 @@ def one_sentence_factors(scores: Tensor, *, single_root: bool, tol: float):
     # No real arc more than MAX_GAP below its word's best (weight subnormal or 0; lu_trust): the
     # weights below the smallest normal number are exactly the off arcs'. (Two counts cost less
     # than a masked minimum per row.)
-    gap_ok = int(np.count_nonzero(weights < _SMALLEST_NORMAL)) == int(np.count_nonzero(off_arcs))
+    gap_ok = int(np.count_nonzero(weights < SMALLEST_NORMAL)) == int(np.count_nonzero(off_arcs))
     np.copyto(finite, 0.0, where=off_arcs)
     expected = np.vdot(marginal_rows, finite)
     entropy = log_z - expected
