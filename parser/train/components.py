@@ -137,7 +137,7 @@ def build_training_objective(
                 constraints = load_constraints(set_name, upos_names)
         if kind == "kl" and teacher is None:
             checkpoint = options.get("checkpoint")
-            if not checkpoint:
+            if not checkpoint or checkpoint == "???":  # (OmegaConf's mark for a missing value)
                 raise ValueError(f"objective term {name!r} (kl): set its checkpoint= (the teacher)")
             try:
                 teacher_model, teacher_vocabs, _ = load_parser(checkpoint, device=device)

@@ -81,3 +81,11 @@ def test_tiny_paths_point_at_the_fixtures(fixtures):
     cfg = tiny_config()
     assert cfg.data.train_file == str(fixtures / "tiny-train.conllu")
     assert cfg.model.kind is ScorerKind.biaffine and cfg.model.lstm_layers == 1
+
+
+def test_a_teacher_left_unset_is_named_not_read_as_a_file_called_question_marks():
+    from parser.train.components import build_training_objective
+
+    cfg = _compose("experiment=ge_alone_selftrain_en_ewt")
+    with pytest.raises(ValueError, match=r"set its checkpoint= \(the teacher\)"):
+        build_training_objective(cfg.objective.terms, vocabs=None, labeled=[], device="cpu")
