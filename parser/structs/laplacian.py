@@ -49,18 +49,20 @@ class LaplacianFactors:
     entropy: ``log_z - expected`` (detached; the tree entropy wherever ``trusted``), on first use.
     single_root: the root constraint the Laplacian encodes.
 
-    The fast path computes word rows ``[B, N, N+1]`` and ``solved`` (see :func:`matrix_tree`);
+    The fast path computes word rows ``[B, N, N+1]`` and ``solved`` (see :func:`matrix_tree`;
+    without a graph its buffer becomes the marginals and it is solved again on first use);
     the full-shape ``weights`` and ``marginals`` (row 0 added) and ``inverse`` are built on first
     use, since log Z and entropy never need them.
     """
 
-    __slots__ = ("_entropy", "_inverse", "_marginals", "_trusted", "_weights", "all_trusted", "expected", "log_z",
-                 "marginal_rows", "single_root", "solved", "weight_rows")
+    __slots__ = ("_entropy", "_factorization", "_inverse", "_marginals", "_solved", "_trusted", "_weights",
+                 "all_trusted", "expected", "log_z", "marginal_rows", "single_root", "weight_rows")
 
-    def __init__(self, weight_rows: Tensor, solved: Tensor, log_z: Tensor, marginal_rows: Tensor,
+    def __init__(self, weight_rows: Tensor, solved: Tensor | None, log_z: Tensor, marginal_rows: Tensor,
                  trusted: Tensor | bool, expected: Tensor, *, single_root: bool,
-                 inverse: Tensor | None = None) -> None:
-        self.weight_rows, self.solved, self.log_z = weight_rows, solved, log_z
+                 inverse: Tensor | None = None, factorization: Factorization | None = None) -> None:
+        self.weight_rows, self._solved, self.log_z = weight_rows, solved, log_z
+        self._factorization = factorization  # to solve again when ``solved`` was overwritten
         self.marginal_rows, self.expected, self.single_root = marginal_rows, expected, single_root
         self._inverse, self._entropy = inverse, None
         self._weights = self._marginals = None
@@ -93,6 +95,14 @@ class LaplacianFactors:
         if self._marginals is None:
             self._marginals = _with_row_zero(self.marginal_rows)
         return self._marginals
+
+    @property
+    def solved(self) -> Tensor:
+        """``M^{-T} rhs`` ``[B, N, N+1]`` (see :func:`matrix_tree`)."""
+        if self._solved is None:
+            fact = self._factorization
+            self._solved = torch.linalg.lu_solve(fact.lu, fact.pivots, fact.constants.rhs[self.single_root])
+        return self._solved
 
     @property
     def inverse(self) -> Tensor:
@@ -347,13 +357,24 @@ def matrix_tree(
     else:
         solved = torch.linalg.lu_solve(fact.lu, fact.pivots, rhs)  # (rhs broadcasts over the batch)
     diag = solved.diagonal(1, dim1=-2, dim2=-1).unsqueeze(-1)  # -B[d, d] (single: 0 for word 1)
-    coefficients = torch.addcmul(solved, diag, constants.spread[single_root])
-    marginal_rows = weights * coefficients if scores.requires_grad else coefficients.mul_(weights)
-    checked = (fact.table, solved, fact.diag_u, marginal_rows, fact.rows, fact.log_z, fact.log_det,
-               fact.log_head_functions)
-    if scores.requires_grad:  # the test is not differentiated; detach only when there is a graph
+    spread = constants.spread[single_root]
+    if scores.requires_grad:  # out of place for autograd; the test is not differentiated
+        cancelled = torch.linalg.vector_norm(fact.table.detach() * solved.detach(), 1, dim=(-1, -2))
+        marginal_rows = weights * torch.addcmul(solved, diag, spread)
+        scratch = None
+    else:
+        # In place: ``table`` is dead after the first term and becomes the test's scratch buffer,
+        # ``solved`` becomes the marginals (the inverse is solved again if asked for). Two fewer
+        # fresh [B, N, N+1] buffers: on CPU their page faults cost more than the arithmetic.
+        scratch = fact.table.mul_(solved)
+        fact.table = None
+        cancelled = torch.linalg.vector_norm(scratch, 1, dim=(-1, -2))  # |M| * |B^T|, summed
+        marginal_rows = solved.addcmul_(diag.clone(), spread).mul_(weights)
+        solved = None
+    checked = (fact.diag_u, marginal_rows, fact.rows, fact.log_z, fact.log_det, fact.log_head_functions)
+    if scores.requires_grad:  # detach only when there is a graph
         checked = tuple(t.detach() for t in checked)
-    trusted, expected = trust(*checked[:3], fact.pivots, *checked[3:], fact.gap_ok, fact.padding,
-                              constants, tolerance)
+    trusted, expected = trust(cancelled, checked[0], fact.pivots, *checked[1:], fact.gap_ok, fact.padding,
+                              constants, tolerance, scratch=scratch)
     return LaplacianFactors(weights, solved, fact.log_z, marginal_rows, trusted, expected,
-                            single_root=single_root, inverse=inverse)
+                            single_root=single_root, inverse=inverse, factorization=fact)
