@@ -62,10 +62,11 @@ def trust(cancelled: Tensor, diag_u: Tensor, pivots: Tensor, marginal_rows: Tens
     sums = marginal_rows.sum(-1)  # [B, N]
     if padding is not None:  # [B, N] bool; padding words' rows are 0
         sums = sums.add_(padding)
-    # -inf scores (off arcs) count as 0: |score| there is +inf, mu * score NaN (mu = 0 there;
-    # a NaN mu fails the row sums anyway).
-    score_size = torch.abs(rows, out=scratch).nan_to_num_(posinf=0.0).sum((-1, -2))
-    expected = torch.mul(marginal_rows, rows, out=scratch).nan_to_num_(nan=0.0).sum((-1, -2))
+    # -inf scores (off arcs, mu = 0 there) count as 0; then both sums are reductions without
+    # a temporary (a NaN mu makes E[score] NaN, which fails).
+    finite = torch.nan_to_num(rows, neginf=0.0, out=scratch)
+    score_size = torch.linalg.vector_norm(finite, 1, dim=(-1, -2))
+    expected = finite.mul_(marginal_rows).sum((-1, -2))
     lowest = marginal_rows.amin((-1, -2))  # NaN propagates
     if log_z.shape[0] == 1:  # one sentence: one sync, then the terms in Python
         scalars = torch.stack([cancelled, log_z, expected, score_size, log_det, log_head_functions,
