@@ -4,7 +4,9 @@ features for a batch.
 For constraint ``k`` and sentence ``b`` the feature fires on arc ``(dep, head)`` when the child
 ``dep`` has a UPOS in ``child_k`` and the head satisfies the parent, direction and distance of the
 constraint, or, for a ``rules`` constraint, when ``(UPOS of dep, UPOS of head or ROOT)`` is one of
-its pairs. The model value of the constraint is ``E[# firing arcs] / # words with a child UPOS``,
+its pairs. A constraint with a context (``after``) counts only the children whose preceding word
+(position ``dep - 1``; never ROOT) has one of its ``after`` UPOS: the child mask is the UPOS table
+AND that context, for both the firing arcs and the normaliser. The model value of the constraint is ``E[# firing arcs] / # words with a child UPOS``,
 so ``counts[b, k]`` (that number of words) is its normaliser.
 """
 
@@ -66,6 +68,9 @@ class ConstraintSet:
             return row
 
         self._child = torch.stack([table(c.child) for c in self.constraints])  # [K, V]
+        # The UPOS the word before the child must have (all ids when there is no context).
+        self._after = torch.stack([table(c.after) for c in self.constraints])  # [K, V]
+        self._has_context = torch.tensor([c.after is not None for c in self.constraints])  # [K]
         # Which (child UPOS, head UPOS) pairs fire, and which child UPOS fire on ROOT: the
         # product of child and parent tags, or a rules constraint's listed pairs.
         pairs, roots = [], []
@@ -134,6 +139,12 @@ class ConstraintSet:
         positions = torch.arange(size, device=device)
         is_word = (positions > 0) & (positions <= lengths[:, None])  # [B, N+1]
         child = self._child.to(device)[:, upos] & is_word  # [K, B, N+1]
+        if bool(self._has_context.any()):
+            # Context: the preceding word's UPOS (position p-1); word 1 follows ROOT, so a
+            # constraint with a context never counts it.
+            before = self._after.to(device)[:, upos[:, :-1]] & is_word[:, :-1]  # [K, B, N]
+            context = torch.cat([torch.zeros_like(before[..., :1]), before], dim=-1)  # [K, B, N+1]
+            child = child & (context | ~self._has_context.to(device)[:, None, None])
         pair = self._pairs.to(device)[:, upos[:, :, None], upos[:, None, :]]  # [K, B, dep, head]
         root = self._roots.to(device)[:, upos] & child  # [K, B, dep]
         offset = positions[None, :] - positions[:, None]  # [dep, head]: head - dep

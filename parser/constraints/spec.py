@@ -16,6 +16,16 @@ arc fires when its (child, head) pair is one of them, as in Naseem et al. (2010)
 arcs matching one of the universal rules". ``child`` then defaults to every UPOS tag (the
 proportion is over all words); each rule's child must be in ``child``; no direction or distance.
 
+``after`` restricts the child by its left neighbour: a UPOS tag or list of tags that the word
+immediately before the child must have (the first word of a sentence, which follows ROOT, never
+qualifies). The constraint then reads "of the words whose UPOS is in ``child`` and whose preceding
+word's UPOS is in ``after``, a proportion ``target`` ...": both the firing arcs and the normaliser
+(the number of such words) are restricted. It combines with every other field, ``rules`` and
+``ROOT`` included. Example, from the UD guidelines on coordination (u/dep/cc: the conjunction
+attaches to the immediately following conjunct; u/dep/conj: the first conjunct heads the others),
+a content word right after a coordinating conjunction has its head on its left:
+``{child: [NOUN, VERB], after: CCONJ, direction: left, target: 0.75}``.
+
 ``bound`` makes the target one-sided: ``lower`` ("at least target"), ``upper`` ("at most target")
 or ``equal`` (default, Druck et al.'s two-sided GE).
 
@@ -26,6 +36,7 @@ optionally ``name`` and ``description``)::
     constraints:
       - {child: DET, parent: [NOUN, PROPN], target: 0.75}
       - {child: CCONJ, direction: right, target: 0.9}
+      - {child: [NOUN, VERB], after: CCONJ, direction: left, target: 0.75}
       - {child: PUNCT, parent: ROOT, target: 0.0}
       - {rules: [[DET, NOUN], [NOUN, VERB], [VERB, ROOT]], target: 0.8, bound: lower}
 """
@@ -45,7 +56,9 @@ UPOS_TAGS: tuple[str, ...] = (
 ROOT = "ROOT"
 DIRECTIONS = ("left", "right", "any")
 BOUNDS = ("equal", "lower", "upper")
-_KEYS = {"child", "parent", "direction", "distance", "target", "name", "note", "bound", "rules"}
+_KEYS = {
+    "child", "parent", "direction", "distance", "target", "name", "note", "bound", "rules", "after",
+}  # fmt: skip
 
 
 class ConstraintSpecError(ValueError):
@@ -65,6 +78,8 @@ class Constraint:
     bound:     ``"equal"`` (match the target), ``"lower"`` (at least it) or ``"upper"`` (at most).
     rules:     ``(child, parent)`` UPOS pairs (parent may be ``"ROOT"``) the arc must match,
                instead of ``parent``; ``None`` for an ordinary constraint.
+    after:     UPOS tags one of which the word immediately before the child must have (the
+               child's context: it restricts the constrained words); ``None`` = no restriction.
     """
 
     child: tuple[str, ...]
@@ -75,19 +90,22 @@ class Constraint:
     name: str = ""
     bound: str = "equal"
     rules: tuple[tuple[str, str], ...] | None = None
+    after: tuple[str, ...] | None = None
 
     @property
     def to_root(self) -> bool:
         return self.parent == (ROOT,)
 
     def describe(self) -> str:
-        """A short readable name such as ``DET->NOUN|PROPN``, ``CCONJ->*:right`` or
-        ``rules(13):>=``."""
+        """A short readable name such as ``DET->NOUN|PROPN``, ``CCONJ->*:right``,
+        ``rules(13):>=`` or, with a context, ``CCONJ_NOUN|VERB->*:left`` (``after`` tags, ``_``,
+        child tags)."""
         bound = {"equal": "", "lower": ":>=", "upper": ":<="}[self.bound]
+        context = "" if self.after is None else f"{'|'.join(self.after)}_"
         if self.rules is not None:
-            return f"rules({len(self.rules)}){bound}"
+            return f"{context}rules({len(self.rules)}){bound}"
         parent = "*" if self.parent is None else "|".join(self.parent)
-        text = f"{'|'.join(self.child)}->{parent}"
+        text = f"{context}{'|'.join(self.child)}->{parent}"
         if self.direction != "any":
             text += f":{self.direction}"
         if self.distance is not None:
@@ -159,12 +177,15 @@ def parse_constraint(entry: object, *, where: str) -> Constraint:
     distance = _distance(entry.get("distance"), where=where)
     if parent == (ROOT,) and (direction != "any" or distance is not None):
         raise ConstraintSpecError(f"{where}: direction and distance do not apply to parent ROOT")
+    after = entry.get("after")
+    if "after" in entry:
+        after = _tags(after, where=where, field="after", allow_root=False)
     target = entry["target"]
     if isinstance(target, bool) or not isinstance(target, (int, float)) or not 0.0 <= target <= 1.0:
         raise ConstraintSpecError(f"{where}: target must be a number in [0, 1], got {target!r}")
-    constraint = Constraint(child, parent, float(target), direction, distance, "", bound, rules)
+    constraint = Constraint(child, parent, float(target), direction, distance, "", bound, rules, after)
     name = entry.get("name") or constraint.describe()
-    return Constraint(child, parent, float(target), direction, distance, str(name), bound, rules)
+    return Constraint(child, parent, float(target), direction, distance, str(name), bound, rules, after)
 
 
 def _rules(value: object, child: tuple[str, ...], *, where: str) -> tuple[tuple[str, str], ...]:

@@ -57,6 +57,11 @@ def test_a_valid_file_parses_every_field(tmp_path):
         ("{child: DET, parent: [ROOT, NOUN], target: 0.5}", r"ROOT cannot be mixed"),
         ("{child: DET, target: 0.5, weight: 2}", r"unknown keys \['weight'\]"),
         ("{child: ROOT, target: 0.5}", r"unknown UPOS 'ROOT' in child"),
+        ("{child: NOUN, after: CCONJJ, target: 0.5}", r"constraint 0: unknown UPOS 'CCONJJ' in after"),
+        ("{child: NOUN, after: ROOT, target: 0.5}", r"unknown UPOS 'ROOT' in after"),
+        ("{child: NOUN, after: [], target: 0.5}", r"after must be a UPOS tag or a non-empty list"),
+        ("{child: NOUN, after: null, target: 0.5}", r"after must be a UPOS tag or a non-empty list"),
+        ("{child: NOUN, after: [CCONJ, CCONJ], target: 0.5}", r"repeated tag in after"),
     ],
 )
 def test_bad_constraints_name_the_file_and_entry(tmp_path, entry, message):
@@ -105,3 +110,66 @@ def test_features_reject_bad_upos_ids():
         constraint_set.features(torch.tensor([[2, 9]]), torch.tensor([1]))
     with pytest.raises(ValueError, match="do not fit"):
         constraint_set.features(torch.tensor([[2, 3]]), torch.tensor([2]))
+
+
+def test_after_context_parses_and_names_the_constraint():
+    plain, rules = parse_spec(
+        [
+            {"child": ["NOUN", "VERB"], "after": "CCONJ", "direction": "left", "target": 0.75},
+            {"rules": [["VERB", "VERB"]], "after": ["CCONJ", "PUNCT"], "target": 0.5},
+        ],
+        source="x",
+    )
+    assert plain.after == ("CCONJ",) and plain.name == "CCONJ_NOUN|VERB->*:left"
+    assert rules.after == ("CCONJ", "PUNCT") and rules.name == "CCONJ|PUNCT_rules(1)"
+    (none,) = parse_spec([{"child": "NOUN", "target": 0.5}], source="x")
+    assert none.after is None
+
+
+def test_after_context_fires_exactly_on_the_words_after_the_tag():
+    import torch
+
+    names = ["<pad>", "<unk>", "<root>", "NOUN", "CCONJ", "VERB", "PUNCT"]
+    constraint_set = load_constraints_from(
+        [
+            {"child": ["NOUN", "VERB"], "after": "CCONJ", "direction": "left", "target": 0.75},
+            {"child": "VERB", "after": "CCONJ", "parent": "ROOT", "target": 0.0},
+            {"child": ["NOUN", "VERB"], "direction": "left", "target": 0.5},  # no context
+        ],
+        names,
+    )
+    # "dogs and cats run and jump ." and "and cats", then "cats and" (padding follows the CCONJ).
+    sentences = [
+        ["NOUN", "CCONJ", "NOUN", "VERB", "CCONJ", "VERB", "PUNCT"],
+        ["CCONJ", "NOUN"],
+        ["NOUN", "CCONJ"],
+    ]
+    width = 1 + max(len(s) for s in sentences)
+    upos = torch.zeros(len(sentences), width, dtype=torch.long)
+    upos[:, 0] = names.index("<root>")
+    for b, sentence in enumerate(sentences):
+        upos[b, 1 : 1 + len(sentence)] = torch.tensor([names.index(t) for t in sentence])
+    features = constraint_set.features(upos, torch.tensor([len(s) for s in sentences]))
+
+    def arcs(k):
+        return sorted(map(tuple, features.arc_index[features.feature_ids == k].tolist()))
+
+    # Context constraint: only the NOUN at 3 and the VERB at 6 of sentence 0 (the words right
+    # after a CCONJ), and the NOUN at 2 of sentence 1, each with every head to its left (not ROOT);
+    # not the sentence-initial NOUN (it follows ROOT), nor the VERB at 4 (it follows a NOUN),
+    # nor the padding after sentence 2's final CCONJ.
+    expected = [(0, 3, 1), (0, 3, 2)] + [(0, 6, h) for h in range(1, 6)] + [(1, 2, 1)]
+    assert arcs(0) == expected
+    assert features.counts[:, 0].tolist() == [2.0, 1.0, 0.0]
+    # With ROOT as parent: the one VERB after a CCONJ, on its ROOT arc.
+    assert arcs(1) == [(0, 6, 0)]
+    assert features.counts[:, 1].tolist() == [1.0, 0.0, 0.0]
+    # Without a context, every NOUN and VERB counts.
+    assert features.counts[:, 2].tolist() == [4.0, 1.0, 1.0]
+    assert (0, 4, 1) in arcs(2) and (0, 1, 0) not in arcs(2)
+
+
+def load_constraints_from(entries, names):
+    from parser.constraints import ConstraintSet
+
+    return ConstraintSet(parse_spec(entries, source="test"), names, source="test")

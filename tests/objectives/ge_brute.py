@@ -10,7 +10,7 @@ from tests.objectives.brute_ref import probabilities
 
 def fires(constraint, tags, dep, head):
     """Independent reading of one constraint on arc (dep, head); positions 1-based."""
-    if tags[dep - 1] not in constraint.child:
+    if not is_child(constraint, tags, dep):
         return False
     if constraint.rules is not None:
         return (tags[dep - 1], "ROOT" if head == 0 else tags[head - 1]) in constraint.rules
@@ -29,6 +29,14 @@ def fires(constraint, tags, dep, head):
     return True
 
 
+def is_child(constraint, tags, dep):
+    """Whether word ``dep`` (1-based) is one the constraint counts: its UPOS is a child UPOS and,
+    with a context, the word before it (not ROOT) has an ``after`` UPOS."""
+    if tags[dep - 1] not in constraint.child:
+        return False
+    return constraint.after is None or (dep > 1 and tags[dep - 2] in constraint.after)
+
+
 def brute_expectations(scores, constraints, sentences):
     """``([K] expected firing arcs, [K] child counts)`` summed over the sentences."""
     k = len(constraints.constraints)
@@ -37,7 +45,7 @@ def brute_expectations(scores, constraints, sentences):
         n = len(tags)
         items, p = probabilities(scores[b, : n + 1, : n + 1], n, single_root=True)
         for j, c in enumerate(constraints.constraints):
-            counts[j] += sum(tag in c.child for tag in tags)
+            counts[j] += sum(is_child(c, tags, d) for d in range(1, n + 1))
             per_tree = torch.tensor(
                 [sum(fires(c, tags, d, tree[d - 1]) for d in range(1, n + 1)) for tree, _ in items],
                 dtype=torch.float64,
