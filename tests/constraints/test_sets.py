@@ -90,3 +90,23 @@ def test_sets_joined_with_plus_keep_both_lists_in_order():
         load_constraints("ud_universal+nonexistent", NAMES)
     with pytest.raises(ValueError, match="not oracle"):
         load_constraints("ud_universal+oracle", NAMES)
+
+
+def test_ud_coordination_is_ud_universal_plus_at_most_4_coordination_constraints():
+    universal = load_constraints("ud_universal", NAMES).constraints
+    coordination = load_constraints("ud_coordination", NAMES)
+    assert "ud_coordination" in builtin_sets()
+    assert len(coordination) <= 25
+    assert coordination.constraints[: len(universal)] == universal
+    extra = coordination.constraints[len(universal) :]
+    assert 1 <= len(extra) <= 4
+    assert all(c.after == ("CCONJ",) and c.direction == "left" for c in extra)
+    # "cats and dogs": only dogs (after the CCONJ) is constrained; its one head candidate before
+    # the conjunction is cats (distance 2), not the CCONJ.
+    tags = ["NOUN", "CCONJ", "NOUN"]
+    upos = torch.tensor([[2] + [NAMES.index(t) for t in tags]])
+    features = coordination.features(upos, torch.tensor([3]))
+    nominal = coordination.names.index("nominal-conjunct-after-cconj-head-left")
+    verbal = coordination.names.index("verb-conjunct-after-cconj-head-left")
+    assert features.arc_index[features.feature_ids == nominal].tolist() == [[0, 3, 1]]
+    assert features.counts[0].tolist()[nominal] == 1 and features.counts[0].tolist()[verbal] == 0
