@@ -43,8 +43,9 @@ class ConstraintSet:
     """Constraints bound to the UPOS id -> name list of a vocabulary.
 
     Tags of the spec that the vocabulary lacks are kept: such a constraint never fires and its
-    normaliser is 0 (objectives skip constraints with no child word). UD v1's ``CONJ`` (renamed
-    ``CCONJ`` in v2; some treebank releases still carry it) binds the spec's ``CCONJ``.
+    normaliser is 0 (objectives skip constraints with no child word). UD v1's ``CONJ`` is
+    deliberately NOT read as the spec's ``CCONJ``: the sets encode v2 guidelines (cc attaches to
+    the following conjunct), and a v1 treebank's trees follow v1's (cc on the first conjunct).
     """
 
     def __init__(
@@ -56,8 +57,6 @@ class ConstraintSet:
         self.upos_names = tuple(upos_names)
         self.source = source
         ids = {name: i for i, name in enumerate(self.upos_names)}
-        if "CCONJ" not in ids and "CONJ" in ids:  # UD v1's name (ar_padt here): the same tag in v2
-            ids["CCONJ"] = ids["CONJ"]
         vocab_size = max(len(self.upos_names), 1)
 
         def table(tags: Sequence[str] | None) -> Tensor:

@@ -175,20 +175,17 @@ def load_constraints_from(entries, names):
     return ConstraintSet(parse_spec(entries, source="test"), names, source="test")
 
 
-def test_ud_v1_conj_binds_the_specs_cconj():
-    """ar_padt's release tags coordinating conjunctions with UD v1's CONJ: the v2 name in a spec
-    must reach them (as a context and as a child), or every CCONJ constraint is silent there."""
+
+def test_ud_v1_conj_is_not_read_as_cconj():
+    """ar_padt's release is UD v1 (CONJ, and cc attached to the FIRST conjunct; a sentence-initial
+    conjunction is the root). Binding the v2 sets' CCONJ to it made GE alone fall from 32.11 to
+    20.89 test UAS there (measured): a v2 constraint must stay silent on v1's CONJ."""
     import torch
 
-    entries = [
-        {"child": "NOUN", "after": "CCONJ", "direction": "left", "target": 0.75},
-        {"child": "CCONJ", "direction": "right", "target": 1.0},
-    ]
+    entries = [{"child": "CCONJ", "direction": "right", "target": 1.0}]
+    upos = torch.tensor([[2, 3, 4, 3]])  # ROOT NOUN <conj> NOUN
+    counts = {}
     for conj in ("CONJ", "CCONJ"):
-        names = ["<pad>", "<unk>", "<root>", "NOUN", conj]
-        constraint_set = load_constraints_from(entries, names)
-        upos = torch.tensor([[2, 3, 4, 3]])  # ROOT NOUN CONJ NOUN
-        features = constraint_set.features(upos, torch.tensor([3]))
-        assert features.counts[0].tolist() == [1.0, 1.0], conj
-        fired = sorted(map(tuple, features.arc_index[features.feature_ids == 1].tolist()))
-        assert fired == [(0, 2, 3)], conj  # the conjunction's head on its right
+        constraint_set = load_constraints_from(entries, ["<pad>", "<unk>", "<root>", "NOUN", conj])
+        counts[conj] = constraint_set.features(upos, torch.tensor([3])).counts[0].tolist()
+    assert counts == {"CONJ": [0.0], "CCONJ": [1.0]}
