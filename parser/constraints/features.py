@@ -8,12 +8,19 @@ its pairs. A constraint with a context (``after``) counts only the children whos
 (position ``dep - 1``; never ROOT) has one of its ``after`` UPOS: the child mask is the UPOS table
 AND that context, for both the firing arcs and the normaliser. The model value of the constraint is ``E[# firing arcs] / # words with a child UPOS``,
 so ``counts[b, k]`` (that number of words) is its normaliser.
+
+Feature columns: column ``k < K`` belongs to constraint ``k``. A ``direction: consistent``
+constraint has no proportion of its own: its column ``k`` never fires (count 0), and it appends,
+after the ``K`` constraint columns, a LEFT and a RIGHT column per child tag (one pair for all its
+child tags when ``pooled``): the arcs from a word of that tag (or group) to a head satisfying
+``parent``, ``distance`` and ``after`` that lies to the left, resp. right, each with that tag's
+word count as its normaliser. ``consistency_columns`` lists the pairs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import Tensor
@@ -28,8 +35,8 @@ class ConstraintFeatures:
     arc_index:   ``[M, 3]`` long, rows ``(b, dep, head)`` of the arcs on which a feature fires.
     feature_ids: ``[M]`` long, the constraint index of each row.
     values:      ``[M]`` float, the feature value (1.0 for indicator constraints).
-    n_features:  number of constraints ``K``.
-    counts:      ``[B, K]`` float, words of each sentence whose UPOS is a child UPOS of ``k``.
+    n_features:  number of feature columns ``F`` (``K`` plus two per consistency group).
+    counts:      ``[B, F]`` float, words of each sentence whose UPOS is a child UPOS of column ``k``.
     """
 
     arc_index: Tensor
@@ -69,14 +76,28 @@ class ConstraintSet:
                     row[ids[tag]] = True
             return row
 
-        self._child = torch.stack([table(c.child) for c in self.constraints])  # [K, V]
+        # Feature columns: one per constraint (a consistent constraint's own column gets no child
+        # tag, so it never fires and counts 0), then a (left, right) pair per consistency group.
+        columns = [replace(c, child=()) if c.consistent else c for c in self.constraints]
+        pairs_of_columns, owners = [], []
+        for k, c in enumerate(self.constraints):
+            if not c.consistent:
+                continue
+            for group in [c.child] if c.pooled else [(tag,) for tag in c.child]:
+                pairs_of_columns.append((len(columns), len(columns) + 1))
+                owners.append(k)
+                columns += [replace(c, child=group, direction="left"), replace(c, child=group, direction="right")]
+        self._columns = tuple(columns)
+        self._consistency = torch.tensor(pairs_of_columns, dtype=torch.long).view(-1, 2)  # [G, 2]
+        self._consistency_owner = torch.tensor(owners, dtype=torch.long)  # [G]
+        self._child = torch.stack([table(c.child) for c in self._columns])  # [F, V]
         # The UPOS the word before the child must have (all ids when there is no context).
-        self._after = torch.stack([table(c.after) for c in self.constraints])  # [K, V]
-        self._has_context = torch.tensor([c.after is not None for c in self.constraints])  # [K]
+        self._after = torch.stack([table(c.after) for c in self._columns])  # [F, V]
+        self._has_context = torch.tensor([c.after is not None for c in self._columns])  # [F]
         # Which (child UPOS, head UPOS) pairs fire, and which child UPOS fire on ROOT: the
         # product of child and parent tags, or a rules constraint's listed pairs.
         pairs, roots = [], []
-        for c, child in zip(self.constraints, self._child):
+        for c, child in zip(self._columns, self._child):
             if c.rules is not None:
                 pair = torch.zeros(vocab_size, vocab_size, dtype=torch.bool)
                 root = torch.zeros(vocab_size, dtype=torch.bool)
@@ -94,8 +115,8 @@ class ConstraintSet:
                 root = torch.zeros(vocab_size, dtype=torch.bool)
             pairs.append(pair)
             roots.append(root)
-        self._pairs = torch.stack(pairs)  # [K, V(child), V(head)]
-        self._roots = torch.stack(roots)  # [K, V(child)]
+        self._pairs = torch.stack(pairs)  # [F, V(child), V(head)]
+        self._roots = torch.stack(roots)  # [F, V(child)]
         self._lower = torch.tensor([c.bound == "lower" for c in self.constraints])  # [K]
         self._upper = torch.tensor([c.bound == "upper" for c in self.constraints])  # [K]
 
@@ -110,14 +131,61 @@ class ConstraintSet:
         return [c.name for c in self.constraints]
 
     @property
+    def n_columns(self) -> int:
+        """Feature columns ``F``: ``K`` plus two per consistency group."""
+        return len(self._columns)
+
+    @property
     def targets(self) -> Tensor:
-        """``[K]`` float64 target proportions."""
-        return torch.tensor([c.target for c in self.constraints], dtype=torch.float64)
+        """``[K]`` float64 target proportions (NaN for a ``consistent`` constraint: it has none)."""
+        return torch.tensor(
+            [float("nan") if c.target is None else c.target for c in self.constraints], dtype=torch.float64
+        )
+
+    @property
+    def proportions_mask(self) -> Tensor:
+        """``[F]`` bool: the columns compared with a target (the non-consistent constraints)."""
+        mask = torch.zeros(self.n_columns, dtype=torch.bool)
+        mask[: len(self)] = torch.tensor([not c.consistent for c in self.constraints])
+        return mask
+
+    @property
+    def column_targets(self) -> Tensor:
+        """``[F]`` float64: each proportion column's target, 0 elsewhere (never used there)."""
+        targets = torch.zeros(self.n_columns, dtype=torch.float64)
+        targets[: len(self)] = torch.nan_to_num(self.targets, nan=0.0)
+        return targets
+
+    @property
+    def consistency_columns(self) -> Tensor:
+        """``[G, 2]`` long: the (left, right) feature columns of each consistency group (a child
+        tag of a ``consistent`` constraint, or all its tags when pooled)."""
+        return self._consistency.clone()
+
+    @property
+    def consistency_owners(self) -> Tensor:
+        """``[G]`` long: the constraint each consistency group belongs to."""
+        return self._consistency_owner.clone()
+
+    @property
+    def consistency_weights(self) -> Tensor:
+        """``[G]`` float64: the ``weight`` of each consistency group's constraint."""
+        weights = torch.tensor([c.weight for c in self.constraints], dtype=torch.float64)
+        return weights[self._consistency_owner]
 
     @property
     def bounds(self) -> tuple[Tensor, Tensor]:
         """``([K] bool lower, [K] bool upper)``: one-sided constraints (neither: equality)."""
         return self._lower.clone(), self._upper.clone()
+
+    @property
+    def column_bounds(self) -> tuple[Tensor, Tensor]:
+        """``([F] bool lower, [F] bool upper)``: ``bounds`` over the feature columns (False past
+        the ``K`` constraint columns)."""
+        lower = torch.zeros(self.n_columns, dtype=torch.bool)
+        upper = torch.zeros(self.n_columns, dtype=torch.bool)
+        lower[: len(self)], upper[: len(self)] = self._lower, self._upper
+        return lower, upper
 
     def features(self, upos: Tensor, lengths: Tensor) -> ConstraintFeatures:
         """Vectorise the constraints for a batch.
@@ -140,20 +208,20 @@ class ConstraintSet:
         size = upos.shape[1]
         positions = torch.arange(size, device=device)
         is_word = (positions > 0) & (positions <= lengths[:, None])  # [B, N+1]
-        child = self._child.to(device)[:, upos] & is_word  # [K, B, N+1]
+        child = self._child.to(device)[:, upos] & is_word  # [F, B, N+1]
         if bool(self._has_context.any()):
             # Context: the preceding word's UPOS (position p-1); word 1 follows ROOT, so a
             # constraint with a context never counts it.
-            before = self._after.to(device)[:, upos[:, :-1]] & is_word[:, :-1]  # [K, B, N]
-            context = torch.cat([torch.zeros_like(before[..., :1]), before], dim=-1)  # [K, B, N+1]
+            before = self._after.to(device)[:, upos[:, :-1]] & is_word[:, :-1]  # [F, B, N]
+            context = torch.cat([torch.zeros_like(before[..., :1]), before], dim=-1)  # [F, B, N+1]
             child = child & (context | ~self._has_context.to(device)[:, None, None])
-        pair = self._pairs.to(device)[:, upos[:, :, None], upos[:, None, :]]  # [K, B, dep, head]
-        root = self._roots.to(device)[:, upos] & child  # [K, B, dep]
+        pair = self._pairs.to(device)[:, upos[:, :, None], upos[:, None, :]]  # [F, B, dep, head]
+        root = self._roots.to(device)[:, upos] & child  # [F, B, dep]
         offset = positions[None, :] - positions[:, None]  # [dep, head]: head - dep
-        geometry = torch.stack([_geometry(offset, c) for c in self.constraints])  # [K, dep, head]
+        geometry = torch.stack([_geometry(offset, c) for c in self._columns])  # [F, dep, head]
         # Word heads by the pair table and geometry; the ROOT column (head 0) by the root table.
         to_word = pair & (is_word[:, None, :] & child[..., None]) & geometry[:, None]
-        fires = torch.cat([root[..., None], to_word[..., 1:]], dim=-1)  # [K, B, dep, head]
+        fires = torch.cat([root[..., None], to_word[..., 1:]], dim=-1)  # [F, B, dep, head]
         index = fires.nonzero()  # k-major, as one row block per constraint
         arc_index = index[:, 1:]
         feature_ids = index[:, 0]
@@ -161,7 +229,7 @@ class ConstraintSet:
             arc_index=arc_index,
             feature_ids=feature_ids,
             values=torch.ones(arc_index.shape[0], device=device),
-            n_features=len(self),
+            n_features=self.n_columns,
             counts=child.sum(-1).transpose(0, 1).to(torch.get_default_dtype()),
         )
 

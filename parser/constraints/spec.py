@@ -26,6 +26,20 @@ attaches to the immediately following conjunct; u/dep/conj: the first conjunct h
 a content word right after a coordinating conjunction has its head on its left:
 ``{child: [NOUN, VERB], after: CCONJ, direction: left, target: 0.75}``.
 
+``direction: consistent`` states word-order harmony (Greenberg 1963; Dryer 1992) without naming
+the direction: "the words of each child tag attach to a head satisfying ``parent`` (and
+``distance``, ``after``) on one side, whichever side the data choose". For each child tag ``t``
+separately, with ``p_L(t)`` and ``p_R(t)`` the expected proportions of ``t``-words whose head
+satisfies the rest and lies to the left, resp. right, ``q(t) = p_L / (p_L + p_R)`` (the normaliser
+cancels: ``E[left arcs] / E[left + right arcs]``); the GE objective adds the penalty ``H(q)``
+(binary entropy, KL criterion) or ``q (1 - q)`` (squared criterion), 0 when all such arcs go one
+way. ``pooled: true`` makes one ``q`` over all child tags together (one direction for the whole
+class) instead of one per tag. ``weight`` (a positive number, default 1) multiplies the
+constraint's penalties (ordinary constraints have no weight). No ``target`` (a target would name
+a proportion the constraint leaves to the data, so one is rejected), no ``bound``, no ``rules``,
+no parent ``ROOT`` (a root attachment has no side). Example: ``{child: [ADP, AUX, SCONJ],
+parent: [NOUN, VERB], direction: consistent}``.
+
 ``bound`` makes the target one-sided: ``lower`` ("at least target"), ``upper`` ("at most target")
 or ``equal`` (default, Druck et al.'s two-sided GE).
 
@@ -39,6 +53,7 @@ optionally ``name`` and ``description``)::
       - {child: [NOUN, VERB], after: CCONJ, direction: left, target: 0.75}
       - {child: PUNCT, parent: ROOT, target: 0.0}
       - {rules: [[DET, NOUN], [NOUN, VERB], [VERB, ROOT]], target: 0.8, bound: lower}
+      - {child: [ADP, AUX], parent: [NOUN, VERB], direction: consistent}
 """
 
 from __future__ import annotations
@@ -54,11 +69,12 @@ UPOS_TAGS: tuple[str, ...] = (
     "PART", "PRON", "PROPN", "PUNCT", "SCONJ", "SYM", "VERB", "X",
 )  # fmt: skip
 ROOT = "ROOT"
-DIRECTIONS = ("left", "right", "any")
+DIRECTIONS = ("left", "right", "any", "consistent")
 BOUNDS = ("equal", "lower", "upper")
 _KEYS = {
     "child", "parent", "direction", "distance", "target", "name", "note", "bound", "rules", "after",
-}  # fmt: skip
+}
+_CONSISTENT_KEYS = {"pooled", "weight"}  # only with direction: consistent  # fmt: skip
 
 
 class ConstraintSpecError(ValueError):
@@ -71,26 +87,35 @@ class Constraint:
 
     child:     UPOS tags of the constrained words.
     parent:    UPOS tags of the head, ``("ROOT",)`` for the root, ``None`` for any word.
-    direction: ``"left"`` (head precedes child), ``"right"`` (head follows) or ``"any"``.
+    direction: ``"left"`` (head precedes child), ``"right"`` (head follows), ``"any"`` or
+               ``"consistent"`` (one side per child tag, chosen by the data; no target).
     distance:  inclusive ``(low, high)`` bucket of ``|head - child|``, ``high`` None = unbounded;
                ``None`` = any distance.
-    target:    the expected proportion, in ``[0, 1]``.
+    target:    the expected proportion, in ``[0, 1]``; ``None`` for a ``consistent`` constraint.
     bound:     ``"equal"`` (match the target), ``"lower"`` (at least it) or ``"upper"`` (at most).
     rules:     ``(child, parent)`` UPOS pairs (parent may be ``"ROOT"``) the arc must match,
                instead of ``parent``; ``None`` for an ordinary constraint.
     after:     UPOS tags one of which the word immediately before the child must have (the
                child's context: it restricts the constrained words); ``None`` = no restriction.
+    pooled:    for ``consistent``: one side for all child tags together instead of one per tag.
+    weight:    for ``consistent``: the factor on its penalties (1.0 otherwise).
     """
 
     child: tuple[str, ...]
     parent: tuple[str, ...] | None
-    target: float
+    target: float | None
     direction: str = "any"
     distance: tuple[int, int | None] | None = None
     name: str = ""
     bound: str = "equal"
     rules: tuple[tuple[str, str], ...] | None = None
     after: tuple[str, ...] | None = None
+    pooled: bool = False
+    weight: float = 1.0
+
+    @property
+    def consistent(self) -> bool:
+        return self.direction == "consistent"
 
     @property
     def to_root(self) -> bool:
@@ -98,8 +123,8 @@ class Constraint:
 
     def describe(self) -> str:
         """A short readable name such as ``DET->NOUN|PROPN``, ``CCONJ->*:right``,
-        ``rules(13):>=`` or, with a context, ``CCONJ_NOUN|VERB->*:left`` (``after`` tags, ``_``,
-        child tags)."""
+        ``rules(13):>=``, ``ADP|AUX->NOUN|VERB:consistent`` (``:consistent:pooled`` when pooled)
+        or, with a context, ``CCONJ_NOUN|VERB->*:left`` (``after`` tags, ``_``, child tags)."""
         bound = {"equal": "", "lower": ":>=", "upper": ":<="}[self.bound]
         context = "" if self.after is None else f"{'|'.join(self.after)}_"
         if self.rules is not None:
@@ -111,6 +136,8 @@ class Constraint:
         if self.distance is not None:
             low, high = self.distance
             text += f":d{low}-{'' if high is None else high}"
+        if self.pooled:
+            text += ":pooled"
         return text + bound
 
 
@@ -155,10 +182,15 @@ def parse_constraint(entry: object, *, where: str) -> Constraint:
     """One YAML mapping -> a validated ``Constraint``; ``where`` names it in error messages."""
     if not isinstance(entry, Mapping):
         raise ConstraintSpecError(f"{where}: a constraint must be a mapping, got {entry!r}")
-    unknown = sorted(set(entry) - _KEYS)
+    known = _KEYS | (_CONSISTENT_KEYS if entry.get("direction") == "consistent" else set())
+    unknown = sorted(set(entry) - known)
     if unknown:
-        raise ConstraintSpecError(f"{where}: unknown keys {unknown} (known: {sorted(_KEYS)})")
+        only = sorted(_CONSISTENT_KEYS & set(unknown))
+        extra = f"; {', '.join(only)}: only with direction: consistent" if only else ""
+        raise ConstraintSpecError(f"{where}: unknown keys {unknown} (known: {sorted(known)}{extra})")
     rules = entry.get("rules")
+    if entry.get("direction") == "consistent":
+        return _consistent(entry, where=where)
     if "target" not in entry or ("child" not in entry and rules is None):
         raise ConstraintSpecError(f"{where}: 'child' (or 'rules') and 'target' are required")
     child = _tags(entry.get("child", UPOS_TAGS), where=where, field="child", allow_root=False)
@@ -186,6 +218,39 @@ def parse_constraint(entry: object, *, where: str) -> Constraint:
     constraint = Constraint(child, parent, float(target), direction, distance, "", bound, rules, after)
     name = entry.get("name") or constraint.describe()
     return Constraint(child, parent, float(target), direction, distance, str(name), bound, rules, after)
+
+
+def _consistent(entry: Mapping, *, where: str) -> Constraint:
+    """A ``direction: consistent`` constraint: no target, bound, rules or parent ROOT."""
+    for key, why in (
+        ("target", "the data choose the direction, so no target proportion is given"),
+        ("bound", "there is no target to bound"),
+        ("rules", "'rules' has no direction"),
+    ):
+        if key in entry:
+            raise ConstraintSpecError(f"{where}: direction consistent takes no '{key}' ({why})")
+    if "child" not in entry:
+        raise ConstraintSpecError(f"{where}: direction consistent needs 'child'")
+    child = _tags(entry["child"], where=where, field="child", allow_root=False)
+    parent = entry.get("parent")
+    parent = None if parent is None else _tags(parent, where=where, field="parent", allow_root=True)
+    if parent == (ROOT,):
+        raise ConstraintSpecError(f"{where}: direction consistent with parent ROOT (a root attachment has no side)")
+    distance = _distance(entry.get("distance"), where=where)
+    after = entry.get("after")
+    if "after" in entry:
+        after = _tags(after, where=where, field="after", allow_root=False)
+    pooled = entry.get("pooled", False)
+    if not isinstance(pooled, bool):
+        raise ConstraintSpecError(f"{where}: pooled must be true or false, got {pooled!r}")
+    weight = entry.get("weight", 1.0)
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 < weight < float("inf"):
+        raise ConstraintSpecError(f"{where}: weight must be a positive number, got {weight!r}")
+    constraint = Constraint(child, parent, None, "consistent", distance, "", "equal", None, after, pooled)
+    name = entry.get("name") or constraint.describe()
+    return Constraint(
+        child, parent, None, "consistent", distance, str(name), "equal", None, after, pooled, float(weight)
+    )
 
 
 def _rules(value: object, child: tuple[str, ...], *, where: str) -> tuple[tuple[str, str], ...]:

@@ -14,6 +14,18 @@ an inequality, as in posterior regularisation (Naseem et al. 2010); both criteri
 at ``m_k = t_k``, so the penalty is smooth there. It is a sum over constraints, not a per-word
 quantity: proportions are already normalised.
 
+A ``direction: consistent`` constraint (word-order harmony, no target) adds, per child tag ``t``
+(or once for all its tags when pooled), a penalty on ``q = E[left arcs] / E[left + right arcs]``
+over the aggregate, i.e. ``p_L / (p_L + p_R)`` with the common normaliser ``# t-words`` cancelled:
+the binary entropy ``H(q) = -q log q - (1 - q) log(1 - q)`` in nats (``kl``: at most ``log 2``,
+the scale of one KL constraint; 0 exactly when every arc goes one way) or ``q (1 - q)``
+(``squared``: at most 1/4, the squared criterion's scale; it is the squared error of a Bernoulli
+side against its own mean, as the entropy is its log loss). Both are symmetric in the two sides, so the data pick the direction;
+both have zero slope at ``q = 1/2`` (a tie is not pushed either way) and are exactly 0 at ``q`` in
+``{0, 1}``, where the entropy's slope is taken as 0 (its one-sided limit is infinite). A group is
+active when it has a child word and some expected left or right arc. A constraint's ``weight``
+multiplies its groups' penalties.
+
 A distributed trainer calls ``aggregate_of`` on each replica, all-reduces ``expected`` and
 ``counts`` (with a differentiable all-reduce), then ``loss_of``.
 """
@@ -57,7 +69,8 @@ class GeneralizedExpectation:
     the model proportions inside ``[eps, 1 - eps]`` for the KL. ``cache`` holds the corpus
     expectations (mutable state; save it with ``cache.state_dict()``).
     Logs ``loss``, ``mean_abs_error`` (mean |t - m| over active constraints; 0 for a satisfied
-    one-sided constraint) and ``active``.
+    one-sided constraint; ``min(q, 1 - q)`` for a consistency group) and ``active`` (constraints
+    plus consistency groups), and, with consistency groups, ``consistency`` (their penalty sum).
     """
 
     constraints: ConstraintSet
@@ -116,7 +129,9 @@ class GeneralizedExpectation:
 
     def loss_of(self, aggregate: GEAggregate) -> Output:
         model, active = self.proportions(aggregate)
-        target = self.constraints.targets.to(model.device)
+        device = model.device
+        active = active & self.constraints.proportions_mask.to(device)
+        target = self.constraints.column_targets.to(device)
         if self.criterion == "squared":
             divergence = (target - model) ** 2
         else:
@@ -125,15 +140,44 @@ class GeneralizedExpectation:
                 torch.xlogy(target, target) - target * m.log()
                 + torch.xlogy(1 - target, 1 - target) - (1 - target) * (1 - m).log()
             )  # fmt: skip
-        lower, upper = (bound.to(model.device) for bound in self.constraints.bounds)
+        lower, upper = (bound.to(device) for bound in self.constraints.column_bounds)
         satisfied = (lower & (model >= target)) | (upper & (model <= target))
         violated = active & ~satisfied
         loss = torch.where(violated, divergence, torch.zeros_like(divergence)).sum()
         n_active = active.sum()
         error = torch.where(violated, (target - model).abs(), torch.zeros_like(model)).sum()
+        logs = {}
+        pairs = self.constraints.consistency_columns.to(device)
+        if pairs.numel():
+            penalty, group_error, group_active = self.consistency_of(aggregate, pairs)
+            loss = loss + penalty.sum()
+            error = error + group_error.sum()
+            n_active = n_active + group_active.sum()
+            logs["consistency"] = penalty.sum().detach()
         logs = {
             "loss": loss.detach(),
             "mean_abs_error": (error / n_active.clamp(min=1)).detach(),
             "active": n_active.detach().to(torch.float64),
+            **logs,
         }
         return Output(loss, logs)
+
+    def consistency_of(self, aggregate: GEAggregate, pairs: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """``([G] weighted penalty, [G] min(q, 1 - q), [G] bool active)`` of the consistency groups whose
+        (left, right) columns are ``pairs [G, 2]`` (see the module docstring)."""
+        left, right = aggregate.expected[pairs[:, 0]], aggregate.expected[pairs[:, 1]]
+        total = left + right
+        active = (aggregate.counts[pairs[:, 0]] > 0) & (total > 0)
+        q = left / torch.where(active, total, torch.ones_like(total))
+        interior = active & (q > 0) & (q < 1)
+        if self.criterion == "squared":
+            penalty = q * (1 - q)
+        else:
+            # The entropy at an interior point only: at q in {0, 1} its value is 0 and its slope
+            # (infinite one-sided limit) would be NaN; the where() keeps both out of the graph.
+            safe = torch.where(interior, q, torch.full_like(q, 0.5))
+            penalty = -(torch.xlogy(safe, safe) + torch.xlogy(1 - safe, 1 - safe))
+        weight = self.constraints.consistency_weights.to(q.device)
+        penalty = weight * torch.where(interior, penalty, torch.zeros_like(penalty))
+        error = torch.where(active, torch.minimum(q, 1 - q), torch.zeros_like(q))
+        return penalty, error.detach(), active
