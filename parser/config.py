@@ -146,6 +146,9 @@ class ModelConfig:
     # -s log|dep - head| score on word-word arcs (a short-arc bias, e.g. for GE alone)
     lexical: bool = True
     distance_prior: float = 0.0
+    # UPOS names (e.g. [PUNCT]) whose dependents get no distance prior: punctuation attaches to
+    # its clause's head by convention, which dependency-length minimisation does not describe
+    distance_prior_exempt: list[str] = field(default_factory=list)
 
 
 @dataclass

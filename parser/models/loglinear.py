@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 import torch
@@ -61,6 +62,13 @@ class LogLinearScorer(nn.Module):
     distribution ``p(head) ~ |dep - head|^-s`` (Klein & Manning's harmonic initialiser for the
     DMV; short dependencies are the cross-linguistic norm, Futrell et al. 2015). It is a constant,
     not a weight: the direction/distance features can learn to undo it where the data disagree.
+
+    ``distance_prior_exempt`` (UPOS ids) leaves the prior off every arc whose DEPENDENT carries one
+    of these tags (its arcs then score 0 from the prior, at any distance). Meant for punctuation:
+    by convention (UD u/dep/punct) a mark attaches to the head of its clause, often far away (the
+    sentence-final mark to the root word), so dependency-length minimisation does not describe
+    it, and the prior pulls it to the nearest word. The ids are fixed by the vocabulary (the
+    trainer maps tag names to ids when it builds the scorer); they are a constant, not a weight.
     """
 
     def __init__(
@@ -75,6 +83,7 @@ class LogLinearScorer(nn.Module):
         word_dropout: float = 0.0,
         lexical: bool = True,
         distance_prior: float = 0.0,
+        distance_prior_exempt: Sequence[int] = (),
     ) -> None:
         super().__init__()
         if not 0.0 <= word_dropout < 1.0:
@@ -87,6 +96,19 @@ class LogLinearScorer(nn.Module):
         for name, value in (("n_words", n_words), ("n_upos", n_upos)):
             if value < 3:
                 raise ValueError(f"{name}={value}: a vocabulary holds at least PAD, UNK and ROOT")
+        exempt = sorted({int(i) for i in distance_prior_exempt})
+        bad = [i for i in exempt if not 3 <= i < n_upos]  # PAD, UNK, ROOT are no tags
+        if bad:
+            raise ValueError(
+                f"distance_prior_exempt={list(distance_prior_exempt)}: UPOS ids {bad} are not "
+                f"tag ids (3..{n_upos - 1})"
+            )
+        self.distance_prior_exempt = tuple(exempt)
+        # [n_upos] bool: True for the tags whose dependents get no distance prior (not saved:
+        # it is rebuilt from the config, so old checkpoints still load)
+        is_exempt = torch.zeros(n_upos, dtype=torch.bool)
+        is_exempt[list(exempt)] = True
+        self.register_buffer("_prior_exempt", is_exempt, persistent=False)
         if n_rels < 0 or n_buckets < 1 or n_label_buckets < 1:
             raise ValueError(
                 f"n_rels={n_rels}, n_buckets={n_buckets}, n_label_buckets={n_label_buckets}: "
@@ -168,11 +190,18 @@ class LogLinearScorer(nn.Module):
         counts = between_counts(batch.upos, batch.lengths, n_upos=self.n_upos)
         scores = scores + (per_arc * counts).sum(-1)  # per_arc, counts: [B, dep, head, T]
         if self.distance_prior > 0:
-            scores = scores + self.distance_prior * log_inverse_distance(width, device=device)
+            prior = self.distance_prior * log_inverse_distance(width, device=device)  # [dep, head]
+            if self.distance_prior_exempt:
+                exempt = self._prior_exempt[batch.upos]  # [B, dep]: the dependent's tag
+                prior = prior.masked_fill(exempt[:, :, None], 0.0)
+            scores = scores + prior
         return scores
 
     def extra_repr(self) -> str:
-        return f"lexical={self.lexical}, distance_prior={self.distance_prior}"
+        exempt = f", distance_prior_exempt={self.distance_prior_exempt}"
+        return f"lexical={self.lexical}, distance_prior={self.distance_prior}" + (
+            exempt if self.distance_prior_exempt else ""
+        )
 
     def label_scores(self, batch: Batch, *, direction: Tensor, distance: Tensor) -> Tensor:
         """``[B, dep, head, L]``."""

@@ -14,11 +14,13 @@ import torch
 from torch import Tensor, nn
 
 from parser.config import LabelMode, ModelConfig, ScorerKind
+from parser.constraints.spec import UPOS_TAGS
 from parser.data.batch import Batch
+from parser.data.vocab import Vocab
 from parser.models import build_scorer, scorer_options, to_output
 from parser.structs.parser_output import ParserOutput
 
-__all__ = ["ParserModel", "build_parser", "scorer_kwargs"]
+__all__ = ["ParserModel", "build_parser", "scorer_kwargs", "upos_ids"]
 
 N_SPECIAL_RELS = 3  # relation ids 0..2 (PAD, UNK, ROOT) are never gold: never predicted
 
@@ -70,14 +72,45 @@ class ParserModel(nn.Module):
         return heads, on_arc.argmax(-1)
 
 
-def build_parser(cfg: ModelConfig, sizes: Mapping[str, int]) -> ParserModel:
-    """A fresh parser for vocabularies of ``sizes`` (``words``, ``chars``, ``upos``, ``rels``)."""
+def build_parser(
+    cfg: ModelConfig, sizes: Mapping[str, int], *, upos: Vocab | None = None
+) -> ParserModel:
+    """A fresh parser for vocabularies of ``sizes`` (``words``, ``chars``, ``upos``, ``rels``).
+
+    ``upos``, the UPOS vocabulary, maps the tag names of ``distance_prior_exempt`` to ids; it is
+    needed only when that list is not empty.
+    """
+    options = scorer_kwargs(cfg)
+    if "distance_prior_exempt" in options:
+        options["distance_prior_exempt"] = upos_ids(options["distance_prior_exempt"], upos)
     scorer = build_scorer(
         ScorerKind(cfg.kind).value,
         n_words=sizes["words"],
         n_chars=sizes["chars"],
         n_upos=sizes["upos"],
         n_rels=sizes["rels"],
-        options=scorer_kwargs(cfg),
+        options=options,
     )
     return ParserModel(scorer, labels=LabelMode(cfg.labels).value, single_root=cfg.single_root)
+
+
+def upos_ids(names: Any, upos: Vocab | None) -> tuple[int, ...]:
+    """The ids of the UPOS tag ``names`` (``model.distance_prior_exempt``) in ``upos``.
+
+    A name outside the 17 UD tags is an error (a typo would otherwise exempt nothing, silently).
+    A UD tag that the training data never used has no id and is left out: no word carries it.
+    """
+    names = [names] if isinstance(names, str) else list(names or ())
+    unknown = [name for name in names if name not in UPOS_TAGS]
+    if unknown:
+        raise ValueError(
+            f"model.distance_prior_exempt: {unknown} not UD UPOS tags; known: {', '.join(UPOS_TAGS)}"
+        )
+    if not names:
+        return ()
+    if upos is None:
+        raise ValueError(
+            "model.distance_prior_exempt names UPOS tags, but no UPOS vocabulary was given to "
+            "build_parser(upos=...) to map them to ids"
+        )
+    return tuple(upos.index(name) for name in names if name in upos)
