@@ -73,8 +73,8 @@ DIRECTIONS = ("left", "right", "any", "consistent")
 BOUNDS = ("equal", "lower", "upper")
 _KEYS = {
     "child", "parent", "direction", "distance", "target", "name", "note", "bound", "rules", "after",
-}
-_CONSISTENT_KEYS = {"pooled", "weight"}  # only with direction: consistent  # fmt: skip
+}  # fmt: skip
+_CONSISTENT_KEYS = {"pooled", "weight"}  # only with direction: consistent
 
 
 class ConstraintSpecError(ValueError):
