@@ -5,9 +5,22 @@ from __future__ import annotations
 import torch
 
 from parser.data.batch import Batch
+from parser.models import LogLinearScorer
 
 ROOT = 2
 N_WORDS, N_CHARS, N_UPOS, N_RELS = 30, 12, 8, 5
+
+
+def random_loglinear(*, seed: int = 0, **options) -> LogLinearScorer:
+    """A log-linear scorer over the vocabularies above with N(0, 1) weights. Small tables keep the
+    reference loops cheap (collisions are fine: both sides share them)."""
+    options = {"n_rels": N_RELS, "n_buckets": 4099, "n_label_buckets": 1031, **options}
+    model = LogLinearScorer(n_words=N_WORDS, n_upos=N_UPOS, **options)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.copy_(torch.randn(parameter.shape, generator=gen))
+    return model
 
 
 def random_batch(lengths: list[int], *, seed: int, max_chars: int = 5) -> Batch:

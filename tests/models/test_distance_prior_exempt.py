@@ -15,11 +15,10 @@ from parser.models import LogLinearScorer
 from parser.models.loglinear import log_inverse_distance
 from parser.train.model import build_parser, upos_ids
 from tests.models.batches import (
-    N_RELS,
     N_UPOS,
-    N_WORDS,
     assert_padding_invariant,
     random_batch,
+    random_loglinear,
     with_noisy_padding,
 )
 
@@ -27,16 +26,8 @@ LENGTHS = [6, 1, 11, 3]
 EXEMPT = 5  # one of the tag ids 3..N_UPOS-1 that random_batch draws
 
 
-def random_model(*, exempt: tuple[int, ...] = (), prior: float = 1.5, seed: int = 0):
-    model = LogLinearScorer(
-        n_words=N_WORDS, n_upos=N_UPOS, n_rels=N_RELS, n_buckets=4099, n_label_buckets=1031,
-        lexical=False, distance_prior=prior, distance_prior_exempt=exempt,
-    )  # fmt: skip
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for parameter in model.parameters():
-            parameter.copy_(torch.randn(parameter.shape, generator=gen))
-    return model
+def random_model(*, exempt: tuple[int, ...] = (), prior: float = 1.5, seed: int = 0) -> LogLinearScorer:
+    return random_loglinear(seed=seed, lexical=False, distance_prior=prior, distance_prior_exempt=exempt)
 
 
 def test_prior_left_off_exactly_the_exempt_dependents_arcs() -> None:

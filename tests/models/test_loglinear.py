@@ -17,6 +17,7 @@ from tests.models.batches import (
     N_WORDS,
     assert_padding_invariant,
     random_batch,
+    random_loglinear,
     with_noisy_padding,
 )
 
@@ -24,20 +25,7 @@ LENGTHS = [5, 1, 12, 3]
 
 
 def random_model(*, n_rels: int = N_RELS, seed: int = 0, sparse: bool = False) -> LogLinearScorer:
-    # Small tables so the reference loops stay cheap (collisions are fine: both sides share them).
-    model = LogLinearScorer(
-        n_words=N_WORDS,
-        n_upos=N_UPOS,
-        n_rels=n_rels,
-        n_buckets=4099,
-        n_label_buckets=1031,
-        sparse=sparse,
-    )
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for parameter in model.parameters():
-            parameter.copy_(torch.randn(parameter.shape, generator=gen))
-    return model
+    return random_loglinear(seed=seed, n_rels=n_rels, sparse=sparse)
 
 
 @pytest.mark.parametrize("n_rels", [N_RELS, 0])

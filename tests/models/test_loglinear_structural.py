@@ -21,11 +21,11 @@ from parser.models.loglinear import log_inverse_distance
 from tests.models import reference_features as ref
 from tests.models.batches import (
     N_CHARS,
-    N_RELS,
     N_UPOS,
     N_WORDS,
     assert_padding_invariant,
     random_batch,
+    random_loglinear,
     with_noisy_padding,
 )
 
@@ -33,15 +33,7 @@ LENGTHS = [6, 1, 11, 3]
 
 
 def random_model(*, lexical: bool, distance_prior: float = 0.0, seed: int = 0) -> LogLinearScorer:
-    model = LogLinearScorer(
-        n_words=N_WORDS, n_upos=N_UPOS, n_rels=N_RELS, n_buckets=4099, n_label_buckets=1031,
-        lexical=lexical, distance_prior=distance_prior,
-    )  # fmt: skip
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for parameter in model.parameters():
-            parameter.copy_(torch.randn(parameter.shape, generator=gen))
-    return model
+    return random_loglinear(seed=seed, lexical=lexical, distance_prior=distance_prior)
 
 
 def unlexicalized_reference(
