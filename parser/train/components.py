@@ -107,6 +107,18 @@ def _kind(name: str, options: Mapping) -> str:
     return str(options.get("type", name)) if isinstance(options, Mapping) else name
 
 
+def _unset_as_none(terms) -> dict:
+    """The terms' config as plain containers, an option left at OmegaConf's ``???`` read as None
+    (not given) rather than as the string ``"???"`` (a teacher checkpoint named ``???``)."""
+    container = OmegaConf.to_container(terms, resolve=True)
+    for name, options in terms.items():
+        if OmegaConf.is_dict(options):
+            for key in options:
+                if OmegaConf.is_missing(options, key):
+                    container[name][key] = None
+    return container
+
+
 def build_training_objective(
     terms: Mapping[str, Any],
     *,
@@ -116,7 +128,7 @@ def build_training_objective(
 ):
     """``build_objective(terms)`` with the constraint set of a ``ge`` term and the frozen teacher
     of a ``kl`` term loaded here (the objectives never read files)."""
-    terms = OmegaConf.to_container(terms, resolve=True) if OmegaConf.is_config(terms) else dict(terms)
+    terms = _unset_as_none(terms) if OmegaConf.is_config(terms) else dict(terms)
     constraints = teacher = None
     for name, options in terms.items():
         if not isinstance(options, Mapping) or not options.get("weight", 1.0):
@@ -137,7 +149,7 @@ def build_training_objective(
                 constraints = load_constraints(set_name, upos_names)
         if kind == "kl" and teacher is None:
             checkpoint = options.get("checkpoint")
-            if not checkpoint or checkpoint == "???":  # (OmegaConf's mark for a missing value)
+            if not checkpoint:
                 raise ValueError(f"objective term {name!r} (kl): set its checkpoint= (the teacher)")
             try:
                 teacher_model, teacher_vocabs, _ = load_parser(checkpoint, device=device)
