@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from parser.data.batch import Batch
-from parser.data.vocab import UNK
+from parser.data.vocab import N_SPECIAL, UNK
 from parser.models.checks import check_batch
 from parser.models.edge_scores import EdgeScores
 from parser.models.features import (
@@ -97,11 +97,11 @@ class LogLinearScorer(nn.Module):
             if value < 3:
                 raise ValueError(f"{name}={value}: a vocabulary holds at least PAD, UNK and ROOT")
         exempt = sorted({int(i) for i in distance_prior_exempt})
-        bad = [i for i in exempt if not 3 <= i < n_upos]  # PAD, UNK, ROOT are no tags
+        bad = [i for i in exempt if not N_SPECIAL <= i < n_upos]  # PAD, UNK, ROOT are no tags
         if bad:
             raise ValueError(
                 f"distance_prior_exempt={list(distance_prior_exempt)}: UPOS ids {bad} are not "
-                f"tag ids (3..{n_upos - 1})"
+                f"tag ids ({N_SPECIAL}..{n_upos - 1})"
             )
         self.distance_prior_exempt = tuple(exempt)
         # [n_upos] bool: True for the tags whose dependents get no distance prior (not saved:
