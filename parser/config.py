@@ -126,6 +126,9 @@ class ModelConfig:
     kind: ScorerKind = ScorerKind.biaffine
     labels: LabelMode = LabelMode.classifier
     single_root: bool = True
+    # Decoding: the best projective tree (Eisner) instead of the maximum spanning tree. Training
+    # and every expectation stay non-projective; parser.eval / parser.predict projective=... override.
+    projective: bool = False
     # biaffine (Dozat & Manning 2017); use_words=False: the BiLSTM reads UPOS alone
     use_upos: bool = True
     use_words: bool = True

@@ -41,6 +41,7 @@ OPTIONS = {
     "device": "auto",
     "tokens_per_batch": "5000",
     "on_invalid": "error",  # error | skip: malformed CoNLL-U sentences
+    "projective": None,  # true | false: best projective tree or maximum spanning tree (default: the checkpoint's)
 }
 
 
@@ -55,10 +56,13 @@ def predict_file(
     on_invalid: str = "error",
     tagger: str | Path | None = None,
     retag: bool = False,
+    projective: bool | None = None,
 ) -> int:
     """Parse ``input_path`` with the model of ``checkpoint``, write ``output_path`` (atomically);
     ``tagger`` tags it first where UPOS is missing, or everywhere when ``retag`` (see the module
-    docstring). Returns the number of sentences written."""
+    docstring). ``projective`` overrides the checkpoint's decoder (``model.projective``): True for
+    the best projective tree (Eisner), False for the maximum spanning tree. Returns the number of
+    sentences written."""
     from parser.data.conllu_io import read_conllu, read_tokenized
     from parser.train.components import load_parser, resolve_device
     from parser.train.inference import (
@@ -91,6 +95,8 @@ def predict_file(
         treebank = read_tokenized(input_path)
     torch_device = resolve_device(device)
     model, vocabs, config = load_parser(checkpoint, device=torch_device)
+    if projective is not None:
+        model.projective = projective
     sentences, upos = treebank.sentences, None
     missing, total = missing_upos(sentences)
     if tagger is None and missing and reads_upos(config):
@@ -137,6 +143,7 @@ def _run(args: dict) -> str:
         device=args["device"], tokens_per_batch=int(args["tokens_per_batch"]),
         on_invalid=args["on_invalid"], tagger=args["tagger"],
         retag=parse_bool(args["retag"], option="retag"),
+        projective=None if args["projective"] is None else parse_bool(args["projective"], option="projective"),
     )
     return f"parsed {count} sentences -> {args['output']}"
 

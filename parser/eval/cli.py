@@ -16,6 +16,9 @@ choose the path).
 The third form is the realistic pipeline: the gold UPOS are replaced by those of the tagger
 before parsing (written to ``<treebank>-<split>.tagged.pred.conllu``), and the UPOS accuracy of
 those tags (the official UPOS score) is printed beside UAS/LAS.
+
+``projective=true`` (or ``false``) decodes with the best projective tree (Eisner) or the maximum
+spanning tree whatever the checkpoint's ``model.projective`` says (an ablation of the decoder).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ OPTIONS = {
     "device": "auto",
     "tokens_per_batch": "5000",
     "tagger": None,  # parse with this tagger's UPOS instead of the gold ones
+    "projective": None,  # true | false: decoder of checkpoint= (default: the checkpoint's model.projective)
 }
 
 
@@ -75,6 +79,7 @@ def evaluate(args: dict) -> tuple[dict, Path]:
 def _predict(args: dict) -> tuple[Path, Path]:
     from parser.data.paths import resolve_ud_root, treebank_file
     from parser.predict import predict_file
+    from parser.train.cli_args import parse_bool
     from parser.train.user_files import input_file, output_dir
 
     checkpoint = Path(args["checkpoint"]).expanduser()
@@ -92,7 +97,8 @@ def _predict(args: dict) -> tuple[Path, Path]:
     pred_path = out_dir / f"{name}{'.tagged' if tagger else ''}.pred.conllu"
     predict_file(checkpoint, gold_path, pred_path, format="conllu", device=args["device"],
                  tokens_per_batch=int(args["tokens_per_batch"]), tagger=tagger,
-                 retag=bool(tagger))
+                 retag=bool(tagger),
+                 projective=None if args["projective"] is None else parse_bool(args["projective"], option="projective"))
     return pred_path, gold_path
 
 

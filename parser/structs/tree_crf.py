@@ -29,6 +29,7 @@ from parser.structs.laplacian import (
     word_mask,
 )
 from parser.structs.log_elimination import (
+    arc_pair_marginals_by_elimination,
     covariance_by_elimination,
     log_partition_by_elimination,
     logsumexp_safe,
@@ -353,18 +354,21 @@ class TreeCRF(Distribution):
         # In float64, so rounding to the input dtype cannot make a log-probability positive.
         return (self._score64(heads, labels) - self._partition[0]).to(self.scores.dtype)
 
-    def argmax(self):
-        """Maximum spanning tree ``heads [B, N+1]`` (``(heads, labels)`` when labeled).
+    def argmax(self, *, projective: bool = False):
+        """Maximum spanning tree ``heads [B, N+1]`` (``(heads, labels)`` when labeled); with
+        ``projective`` the best projective tree instead (Eisner, :mod:`parser.structs.projective`).
 
         Labeled: the best label of each arc, then the tree over max-over-labels scores.
         """
         from parser.structs.mst import maximum_spanning_tree
+        from parser.structs.projective import eisner
 
+        decode = eisner if projective else maximum_spanning_tree
         with torch.no_grad():
             if not self.labeled:
-                return maximum_spanning_tree(self.arc_scores, self.lengths, single_root=self.single_root)
+                return decode(self.arc_scores, self.lengths, single_root=self.single_root)
             best, labels = self.labeled_scores.max(-1)
-            heads = maximum_spanning_tree(best, self.lengths, single_root=self.single_root)
+            heads = decode(best, self.lengths, single_root=self.single_root)
             labels = labels.gather(2, heads[:, :, None]).squeeze(2)
             return heads, labels.masked_fill(~word_mask(self.lengths, heads.shape[1]), 0)
 
@@ -522,6 +526,50 @@ class TreeCRF(Distribution):
             cov = cov.index_copy(0, bad, exact)
         cov = torch.where(torch.isfinite(self._partition[0])[:, None, None], cov, zero)
         return cov.to(torch.promote_types(first.dtype, second.dtype))
+
+    def arc_pair_marginals(self, first: Tensor, second: Tensor) -> Tensor:
+        """``[K]`` p(head(i) = j and head(k) = l) for ``K`` arc pairs: ``first [K, 3]`` rows
+        ``(b, i, j)``, ``second [K, 3]`` rows ``(b, k, l)`` of the same sentence ``b``.
+
+        The entries of :meth:`pairwise_marginals` that are asked for, without its O(N^4) memory:
+        O(N^3) for the inverse Laplacian plus O(K); sentences the trust test sends to the exact path
+        take one backward pass of it per distinct ``first`` arc. Differentiable (second-order GE
+        constraints); labeled CRFs: arcs with their labels summed out.
+        """
+        self._check_pairs(first, second)
+        out = lu_second_order.arc_pair_marginals(self._calm_factors, self._partition[1], first, second)
+        bad = self._untrusted
+        if bad.numel():
+            position = torch.full((self.scores.shape[0],), -1, dtype=torch.long, device=first.device)
+            position[bad] = torch.arange(bad.numel(), device=first.device)
+            mine = (position[first[:, 0]] >= 0).nonzero().squeeze(1)
+            if mine.numel():
+                local = position[first[mine, 0]]
+                exact = arc_pair_marginals_by_elimination(
+                    self._scores64[bad], self.lengths[bad],
+                    torch.cat([local[:, None], first[mine, 1:]], 1), torch.cat([local[:, None], second[mine, 1:]], 1),
+                    single_root=self.single_root)
+                out = out.index_put((mine,), exact)
+        finite = torch.isfinite(self._partition[0])[first[:, 0]]
+        return torch.where(finite, out, torch.zeros_like(out)).to(self.scores.dtype)
+
+    def _check_pairs(self, first: Tensor, second: Tensor) -> None:
+        for name, arcs in (("first", first), ("second", second)):
+            if arcs.dim() != 2 or arcs.shape[1] != 3 or arcs.dtype != torch.long:
+                raise ValueError(f"{name}: expected long [K, 3] rows (b, dep, head), got "
+                                 f"{arcs.dtype} {list(arcs.shape)}")
+        if first.shape != second.shape:
+            raise ValueError(f"first {list(first.shape)} and second {list(second.shape)}: one row per pair")
+        if not torch.equal(first[:, 0], second[:, 0]):
+            raise ValueError("first and second: the arcs of a pair must be in one sentence (same b)")
+        limits = torch.tensor([self.scores.shape[0], self.scores.shape[1], self.scores.shape[1]],
+                              device=first.device)
+        for name, arcs in (("first", first), ("second", second)):
+            wrong = ((arcs < 0) | (arcs >= limits) | (arcs[:, 1:2] == 0)).any(1)
+            if wrong.any():
+                row = int(wrong.nonzero()[0, 0])
+                raise ValueError(f"{name}[{row}] = {arcs[row].tolist()}: b, dep or head out of range "
+                                 f"(dep 1..{self.scores.shape[1] - 1})")
 
     def pairwise_marginals(self) -> Tensor:
         """``[B, i, j, k, l]`` = p(head(i) = j, head(k) = l) over arcs; O(N^4) memory."""

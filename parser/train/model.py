@@ -39,13 +39,15 @@ def scorer_kwargs(cfg: ModelConfig | Mapping[str, Any]) -> dict[str, Any]:
 
 
 class ParserModel(nn.Module):
-    """An edge scorer with its label mode (``joint`` or ``classifier``) and root constraint."""
+    """An edge scorer with its label mode (``joint`` or ``classifier``), root constraint and
+    decoder (maximum spanning tree, or with ``projective`` the best projective tree)."""
 
-    def __init__(self, scorer: nn.Module, *, labels: str, single_root: bool) -> None:
+    def __init__(self, scorer: nn.Module, *, labels: str, single_root: bool, projective: bool = False) -> None:
         super().__init__()
         self.scorer = scorer
         self.labels = LabelMode(labels).value
         self.single_root = single_root
+        self.projective = projective
 
     def forward(self, batch: Batch) -> ParserOutput:
         edge_scores = self.scorer(batch)
@@ -55,10 +57,11 @@ class ParserModel(nn.Module):
     def decode(self, out: ParserOutput) -> tuple[Tensor, Tensor | None]:
         """Best trees: ``heads`` ``[B, dep]`` and ``rels`` ``[B, dep]`` (``None`` if unlabeled).
 
-        Joint labels come with the maximum spanning tree of the labeled CRF; a classifier's
-        relation is its best non-special label on the predicted arc.
+        Joint labels come with the best tree of the labeled CRF; a classifier's relation is its
+        best non-special label on the predicted arc. The tree is the maximum spanning tree, or the
+        best projective one when ``self.projective``.
         """
-        best = out.dist.argmax()
+        best = out.dist.argmax(projective=self.projective)
         if isinstance(best, tuple):
             heads, rels = best
             return heads, rels
@@ -91,7 +94,8 @@ def build_parser(
         n_rels=sizes["rels"],
         options=options,
     )
-    return ParserModel(scorer, labels=LabelMode(cfg.labels).value, single_root=cfg.single_root)
+    return ParserModel(scorer, labels=LabelMode(cfg.labels).value, single_root=cfg.single_root,
+                       projective=cfg.projective)
 
 
 def upos_ids(names: Any, upos: Vocab | None) -> tuple[int, ...]:
