@@ -25,7 +25,7 @@ from torch import Tensor
 from torch.utils.checkpoint import checkpoint
 
 __all__ = [
-    "covariance_by_elimination", "log_partition_by_elimination", "logaddexp_safe", "logsumexp_safe",
+    "arc_pair_marginals_by_elimination", "covariance_by_elimination", "log_partition_by_elimination", "logaddexp_safe", "logsumexp_safe",
     "pairwise_marginals_by_elimination",
 ]
 
@@ -215,4 +215,30 @@ def pairwise_marginals_by_elimination(scores: Tensor, lengths: Tensor, *,
     pair = torch.where(same_dep, torch.where(same_arc, diagonal, torch.zeros_like(pair)), pair)
     both = arcs[:, :, :, None, None] & arcs[:, None, None, :, :]
     pair = torch.where(both, pair, torch.zeros_like(pair))
+    return pair if graph else pair.detach()
+
+
+def arc_pair_marginals_by_elimination(scores: Tensor, lengths: Tensor, first: Tensor, second: Tensor, *,
+                                      single_root: bool) -> Tensor:
+    """``[K]`` p(arc ``first[k]`` and arc ``second[k]``) (rows ``(b, dep, head)``, ``b`` into
+    ``scores``) from the exact path: ``mu_e mu_f + d mu_e / d score_f`` for arcs of different
+    dependents, ``mu_e`` for ``e = f``, 0 for two heads of one word. One backward pass per distinct
+    ``first`` arc; differentiable when ``scores`` carries a graph."""
+    graph = torch.is_grad_enabled() and scores.requires_grad
+    with torch.inference_mode(False), torch.enable_grad():  # autograd cannot record inference tensors
+        leaf, marginals = _marginals_with_graph(scores, lengths, single_root=single_root)
+        distinct, which = torch.unique(first, dim=0, return_inverse=True)
+        derivative = scores.new_zeros(first.shape[0])
+        for index, (b, dep, head) in enumerate(distinct.tolist()):
+            pick = torch.zeros_like(scores)
+            pick[b, dep, head] = 1.0
+            rows = _hessian_rows(marginals, leaf, pick, graph=graph)  # d mu_e / d scores
+            mine = (which == index).nonzero().squeeze(1)
+            derivative = derivative.index_put((mine,), rows[tuple(second[mine].t())])
+    mu_e, mu_f = marginals[tuple(first.t())], marginals[tuple(second.t())]
+    pair = mu_e * mu_f + derivative
+    same_dep = first[:, 1] == second[:, 1]
+    pair = torch.where(same_dep, torch.where(first[:, 2] == second[:, 2], mu_e, torch.zeros_like(pair)), pair)
+    arcs = torch.isfinite(scores)
+    pair = torch.where(arcs[tuple(first.t())] & arcs[tuple(second.t())], pair, torch.zeros_like(pair))
     return pair if graph else pair.detach()

@@ -14,7 +14,7 @@ from torch import Tensor
 
 from parser.structs.laplacian import LaplacianFactors
 
-__all__ = ["arc_rows", "covariance", "pairwise_marginals"]
+__all__ = ["arc_pair_marginals", "arc_rows", "covariance", "pairwise_marginals"]
 
 
 def arc_rows(factors: LaplacianFactors) -> Tensor:
@@ -73,3 +73,25 @@ def pairwise_marginals(factors: LaplacianFactors, marginals: Tensor) -> Tensor:
     same_arc = eye[:, None, :, None] & eye[None, :, None, :]  # i == k and j == l
     diagonal = marginals[:, :, :, None, None] * same_arc.to(marginals.dtype)
     return pair + diagonal
+
+
+def arc_pair_marginals(factors: LaplacianFactors, marginals: Tensor, first: Tensor, second: Tensor) -> Tensor:
+    """``[K]`` p(arc ``first[k]`` and arc ``second[k]``) for arcs ``[K, 3]`` rows ``(b, dep, head)``
+    of one sentence each: the entries of :func:`pairwise_marginals` that are asked for, in
+    O(N^3) (the inverse) plus O(K), never O(N^4)."""
+    b, dep_e, head_e = first.unbind(1)
+    _, dep_f, head_f = second.unbind(1)
+    mu_e, mu_f = marginals[b, dep_e, head_e], marginals[b, dep_f, head_f]
+    cross = _arc_row_entries(factors, b, dep_e, head_e, dep_f) * _arc_row_entries(factors, b, dep_f, head_f, dep_e)
+    pair = mu_e * mu_f - cross
+    same_dep = dep_e == dep_f  # one word, two heads: never both; the same arc: its marginal
+    return torch.where(same_dep, torch.where(head_e == head_f, mu_e, torch.zeros_like(pair)), pair)
+
+
+def _arc_row_entries(factors: LaplacianFactors, b: Tensor, dep: Tensor, head: Tensor, y: Tensor) -> Tensor:
+    """``X[(dep, head), y]`` of :func:`arc_rows` at K points ``[K]``: O(K) from the inverse."""
+    rows_dep, rows_head, root_rows = _row_vectors(factors.inverse, single_root=factors.single_root)
+    weight = factors.weights[b, dep, head]
+    word = rows_dep[b, dep - 1, y - 1] - rows_head[b, (head - 1).clamp(min=0), y - 1]
+    root = root_rows[b, dep - 1, y - 1]
+    return weight * torch.where(head == 0, root, word)
