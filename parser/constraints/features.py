@@ -15,6 +15,12 @@ after the ``K`` constraint columns, a LEFT and a RIGHT column per child tag (one
 child tags when ``pooled``): the arcs from a word of that tag (or group) to a head satisfying
 ``parent``, ``distance`` and ``after`` that lies to the left, resp. right, each with that tag's
 word count as its normaliser. ``consistency_columns`` lists the pairs.
+
+A second-order constraint (``grandparent``) fires on arc pairs instead of arcs: the child's arc
+``(dep, head)`` (satisfying parent, direction and distance) together with the head's own arc
+``(head, g)``, ``g`` being ROOT (``grandparent: ROOT``: the head is the root word) or a word with a
+grandparent UPOS; its expectation is a sum of pairwise marginals. ``position`` restricts the child
+words (and so the normaliser) to the sentence's first or last word.
 """
 
 from __future__ import annotations
@@ -37,6 +43,9 @@ class ConstraintFeatures:
     values:      ``[M]`` float, the feature value (1.0 for indicator constraints).
     n_features:  number of feature columns ``F`` (``K`` plus two per consistency group).
     counts:      ``[B, F]`` float, words of each sentence whose UPOS is a child UPOS of column ``k``.
+    pair_first, pair_second: ``[P, 3]`` long, the arc pairs ``(b, dep, head)``, ``(b, head, g)`` of
+                 second-order constraints (``TreeCRF.arc_pair_marginals``); ``[0, 3]`` when none.
+    pair_feature_ids: ``[P]`` long, the constraint index of each pair.
     """
 
     arc_index: Tensor
@@ -44,6 +53,13 @@ class ConstraintFeatures:
     values: Tensor
     n_features: int
     counts: Tensor
+    pair_first: Tensor
+    pair_second: Tensor
+    pair_feature_ids: Tensor
+
+    @property
+    def has_pairs(self) -> bool:
+        return self.pair_first.shape[0] > 0
 
 
 class ConstraintSet:
@@ -117,6 +133,13 @@ class ConstraintSet:
             roots.append(root)
         self._pairs = torch.stack(pairs)  # [F, V(child), V(head)]
         self._roots = torch.stack(roots)  # [F, V(child)]
+        # Second order: which columns, and what the head's head must be (ROOT, or a UPOS table).
+        self._second = torch.tensor([c.second_order for c in self._columns])  # [F]
+        self._grand_root = torch.tensor([c.second_order and ROOT in c.grandparent for c in self._columns])
+        self._grand = torch.stack([table(tuple(t for t in c.grandparent if t != ROOT)) if c.second_order
+                                   else torch.zeros(vocab_size, dtype=torch.bool) for c in self._columns])
+        # Position restriction of the child: 0 any, 1 first word, 2 last word.
+        self._position = torch.tensor([("any", "first", "last").index(c.position) for c in self._columns])
         self._lower = torch.tensor([c.bound == "lower" for c in self.constraints])  # [K]
         self._upper = torch.tensor([c.bound == "upper" for c in self.constraints])  # [K]
 
@@ -215,6 +238,11 @@ class ConstraintSet:
             before = self._after.to(device)[:, upos[:, :-1]] & is_word[:, :-1]  # [F, B, N]
             context = torch.cat([torch.zeros_like(before[..., :1]), before], dim=-1)  # [F, B, N+1]
             child = child & (context | ~self._has_context.to(device)[:, None, None])
+        if bool((self._position > 0).any()):
+            where = self._position.to(device)[:, None, None]
+            first = positions[None, :] == 1
+            last = positions[None, :] == lengths[:, None]  # [B, N+1]
+            child = child & ((where == 0) | ((where == 1) & first) | ((where == 2) & last))
         pair = self._pairs.to(device)[:, upos[:, :, None], upos[:, None, :]]  # [F, B, dep, head]
         root = self._roots.to(device)[:, upos] & child  # [F, B, dep]
         offset = positions[None, :] - positions[:, None]  # [dep, head]: head - dep
@@ -222,7 +250,9 @@ class ConstraintSet:
         # Word heads by the pair table and geometry; the ROOT column (head 0) by the root table.
         to_word = pair & (is_word[:, None, :] & child[..., None]) & geometry[:, None]
         fires = torch.cat([root[..., None], to_word[..., 1:]], dim=-1)  # [F, B, dep, head]
-        index = fires.nonzero()  # k-major, as one row block per constraint
+        second = self._second.to(device)
+        pair_first, pair_second, pair_ids = self._pairs_of(fires & second[:, None, None, None], upos, is_word)
+        index = (fires & ~second[:, None, None, None]).nonzero()  # k-major, as one row block per constraint
         arc_index = index[:, 1:]
         feature_ids = index[:, 0]
         return ConstraintFeatures(
@@ -231,7 +261,29 @@ class ConstraintSet:
             values=torch.ones(arc_index.shape[0], device=device),
             n_features=self.n_columns,
             counts=child.sum(-1).transpose(0, 1).to(torch.get_default_dtype()),
+            pair_first=pair_first,
+            pair_second=pair_second,
+            pair_feature_ids=pair_ids,
         )
+
+    def _pairs_of(self, fires: Tensor, upos: Tensor, is_word: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Arc pairs of the second-order columns: each firing child arc ``(b, dep, head)`` with every
+        arc ``(b, head, g)`` whose ``g`` satisfies the column's grandparent (``g = dep`` is left out:
+        a two-cycle has probability 0)."""
+        device = upos.device
+        arcs = fires.nonzero()  # [M, 4] rows (k, b, dep, head); heads are words (parent is not ROOT)
+        if not arcs.shape[0]:
+            empty = torch.zeros(0, 3, dtype=torch.long, device=device)
+            return empty, empty.clone(), torch.zeros(0, dtype=torch.long, device=device)
+        k, b, dep, head = arcs.unbind(1)
+        grand = self._grand.to(device)[k[:, None], upos[b]] & is_word[b]  # [M, N+1] word grandparents
+        grand[:, 0] = self._grand_root.to(device)[k]
+        nodes = torch.arange(upos.shape[1], device=device)
+        grand &= (nodes[None, :] != head[:, None]) & (nodes[None, :] != dep[:, None])
+        row, g = grand.nonzero().unbind(1)
+        first = torch.stack([b[row], dep[row], head[row]], 1)
+        second = torch.stack([b[row], head[row], g], 1)
+        return first, second, k[row]
 
 
 def _geometry(offset: Tensor, constraint: Constraint) -> Tensor:

@@ -26,6 +26,18 @@ attaches to the immediately following conjunct; u/dep/conj: the first conjunct h
 a content word right after a coordinating conjunction has its head on its left:
 ``{child: [NOUN, VERB], after: CCONJ, direction: left, target: 0.75}``.
 
+Second order: ``grandparent`` (a UPOS tag or list, or ``ROOT``) asks more of the head: it must
+itself be attached to a word of those tags, or be the root word (``ROOT``). The constraint then
+reads "of the words whose UPOS is in ``child``, a proportion ``target`` has a head that satisfies
+``parent``, ``direction`` and ``distance`` and whose own head satisfies ``grandparent``": an
+expectation of arc pairs, computed exactly from the tree CRF's pairwise marginals
+(``TreeCRF.arc_pair_marginals``). Not with parent ``ROOT`` (ROOT has no head) nor ``rules``.
+
+``position`` restricts the child by where it stands: ``last`` (the sentence's last word) or
+``first``; ``any`` by default. Example, from u/dep/punct ("a sentence-final punctuation mark is
+attached to the root of the sentence"): ``{child: PUNCT, position: last, grandparent: ROOT,
+target: 0.9}``.
+
 ``direction: consistent`` states word-order harmony (Greenberg 1963; Dryer 1992) without naming
 the direction: "the words of each child tag attach to a head satisfying ``parent`` (and
 ``distance``, ``after``) on one side, whichever side the data choose". For each child tag ``t``
@@ -59,7 +71,7 @@ optionally ``name`` and ``description``)::
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
@@ -70,9 +82,11 @@ UPOS_TAGS: tuple[str, ...] = (
 )  # fmt: skip
 ROOT = "ROOT"
 DIRECTIONS = ("left", "right", "any", "consistent")
+POSITIONS = ("any", "first", "last")
 BOUNDS = ("equal", "lower", "upper")
 _KEYS = {
     "child", "parent", "direction", "distance", "target", "name", "note", "bound", "rules", "after",
+    "grandparent", "position",
 }  # fmt: skip
 _CONSISTENT_KEYS = {"pooled", "weight"}  # only with direction: consistent
 
@@ -99,6 +113,10 @@ class Constraint:
                child's context: it restricts the constrained words); ``None`` = no restriction.
     pooled:    for ``consistent``: one side for all child tags together instead of one per tag.
     weight:    for ``consistent``: the factor on its penalties (1.0 otherwise).
+    grandparent: UPOS tags (or ``("ROOT",)``) the head's own head must have: a second-order
+               constraint over arc pairs; ``None`` = first order.
+    position:  ``"first"`` or ``"last"``: only the sentence's first or last word is a child;
+               ``"any"`` = no restriction.
     """
 
     child: tuple[str, ...]
@@ -112,10 +130,16 @@ class Constraint:
     after: tuple[str, ...] | None = None
     pooled: bool = False
     weight: float = 1.0
+    grandparent: tuple[str, ...] | None = None
+    position: str = "any"
 
     @property
     def consistent(self) -> bool:
         return self.direction == "consistent"
+
+    @property
+    def second_order(self) -> bool:
+        return self.grandparent is not None
 
     @property
     def to_root(self) -> bool:
@@ -123,7 +147,7 @@ class Constraint:
 
     def describe(self) -> str:
         """A short readable name such as ``DET->NOUN|PROPN``, ``CCONJ->*:right``,
-        ``rules(13):>=``, ``ADP|AUX->NOUN|VERB:consistent`` (``:consistent:pooled`` when pooled)
+        ``rules(13):>=``, ``PUNCT->*->ROOT:last`` (second order, last word), ``ADP|AUX->NOUN|VERB:consistent`` (``:consistent:pooled`` when pooled)
         or, with a context, ``CCONJ_NOUN|VERB->*:left`` (``after`` tags, ``_``, child tags)."""
         bound = {"equal": "", "lower": ":>=", "upper": ":<="}[self.bound]
         context = "" if self.after is None else f"{'|'.join(self.after)}_"
@@ -131,11 +155,15 @@ class Constraint:
             return f"{context}rules({len(self.rules)}){bound}"
         parent = "*" if self.parent is None else "|".join(self.parent)
         text = f"{context}{'|'.join(self.child)}->{parent}"
+        if self.grandparent is not None:
+            text += f"->{'|'.join(self.grandparent)}"
         if self.direction != "any":
             text += f":{self.direction}"
         if self.distance is not None:
             low, high = self.distance
             text += f":d{low}-{'' if high is None else high}"
+        if self.position != "any":
+            text += f":{self.position}"
         if self.pooled:
             text += ":pooled"
         return text + bound
@@ -215,9 +243,22 @@ def parse_constraint(entry: object, *, where: str) -> Constraint:
     target = entry["target"]
     if isinstance(target, bool) or not isinstance(target, (int, float)) or not 0.0 <= target <= 1.0:
         raise ConstraintSpecError(f"{where}: target must be a number in [0, 1], got {target!r}")
-    constraint = Constraint(child, parent, float(target), direction, distance, "", bound, rules, after)
-    name = entry.get("name") or constraint.describe()
-    return Constraint(child, parent, float(target), direction, distance, str(name), bound, rules, after)
+    grandparent = entry.get("grandparent")
+    if grandparent is not None:
+        grandparent = _tags(grandparent, where=where, field="grandparent", allow_root=True)
+        if parent == (ROOT,) or rules is not None:
+            raise ConstraintSpecError(f"{where}: grandparent needs a word head (not parent ROOT, not rules)")
+    position = _position(entry, where=where)
+    constraint = Constraint(child, parent, float(target), direction, distance, "", bound, rules, after,
+                            grandparent=grandparent, position=position)
+    return replace(constraint, name=str(entry.get("name") or constraint.describe()))
+
+
+def _position(entry: Mapping, *, where: str) -> str:
+    position = entry.get("position", "any")
+    if position not in POSITIONS:
+        raise ConstraintSpecError(f"{where}: position must be one of {POSITIONS}, got {position!r}")
+    return position
 
 
 def _consistent(entry: Mapping, *, where: str) -> Constraint:
@@ -246,11 +287,11 @@ def _consistent(entry: Mapping, *, where: str) -> Constraint:
     weight = entry.get("weight", 1.0)
     if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 < weight < float("inf"):
         raise ConstraintSpecError(f"{where}: weight must be a positive number, got {weight!r}")
-    constraint = Constraint(child, parent, None, "consistent", distance, "", "equal", None, after, pooled)
-    name = entry.get("name") or constraint.describe()
-    return Constraint(
-        child, parent, None, "consistent", distance, str(name), "equal", None, after, pooled, float(weight)
-    )
+    if "grandparent" in entry:
+        raise ConstraintSpecError(f"{where}: direction consistent is first order (no grandparent)")
+    constraint = Constraint(child, parent, None, "consistent", distance, "", "equal", None, after, pooled,
+                            float(weight), position=_position(entry, where=where))
+    return replace(constraint, name=str(entry.get("name") or constraint.describe()))
 
 
 def _rules(value: object, child: tuple[str, ...], *, where: str) -> tuple[tuple[str, str], ...]:

@@ -3,7 +3,9 @@ of constrained attachments match target proportions.
 
 For constraint ``k`` (see ``parser.constraints``) the model value is
 ``m_k = E[# arcs firing k] / # words with a child UPOS of k``, the expectations from the CRF's
-sparse first-order ``expect`` (exact gradient by autograd, Zmigrod et al. 2021), summed over the
+sparse first-order ``expect`` (exact gradient by autograd, Zmigrod et al. 2021), or for a
+second-order constraint (``grandparent``) from the pairwise marginals of its arc pairs
+(``TreeCRF.arc_pair_marginals``, equally exact and differentiable), summed over the
 batch (``aggregate="batch"``) or over every unlabeled sentence seen so far (``"corpus"``: a cache of
 detached per-sentence vectors indexed by ``batch.index``, the current batch's entries replaced by
 their live values). The loss compares ``m`` with the targets ``t`` over the constraints that have
@@ -106,8 +108,12 @@ class GeneralizedExpectation:
         features = self.constraints.features(batch.upos, batch.lengths)
         expected = dist.expect_sparse(
             features.arc_index, features.feature_ids, features.values.to(dist.scores.dtype), features.n_features
-        )
-        return expected.to(torch.float64), features.counts.to(torch.float64)
+        ).to(torch.float64)
+        if features.has_pairs:  # second-order constraints: sums of pairwise marginals
+            both = dist.arc_pair_marginals(features.pair_first, features.pair_second).to(torch.float64)
+            flat = features.pair_first[:, 0] * features.n_features + features.pair_feature_ids
+            expected = expected.reshape(-1).index_add(0, flat, both).reshape(expected.shape)
+        return expected, features.counts.to(torch.float64)
 
     def aggregate_of(self, out: ParserOutput, batch: Batch) -> GEAggregate:
         """Totals over the batch, or over the corpus (updating the cache with this batch)."""

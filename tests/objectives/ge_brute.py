@@ -34,7 +34,23 @@ def is_child(constraint, tags, dep):
     with a context, the word before it (not ROOT) has an ``after`` UPOS."""
     if tags[dep - 1] not in constraint.child:
         return False
+    if getattr(constraint, "position", "any") == "first" and dep != 1:
+        return False
+    if getattr(constraint, "position", "any") == "last" and dep != len(tags):
+        return False
     return constraint.after is None or (dep > 1 and tags[dep - 2] in constraint.after)
+
+
+def fires_in_tree(constraint, tags, dep, tree):
+    """``fires`` on word ``dep``'s arc in ``tree`` (heads of words 1..n), plus a second-order
+    constraint's test of the head's own head (ROOT or a grandparent UPOS)."""
+    head = tree[dep - 1]
+    if not fires(constraint, tags, dep, head):
+        return False
+    if getattr(constraint, "grandparent", None) is None:
+        return True
+    grand = tree[head - 1]
+    return ("ROOT" if grand == 0 else tags[grand - 1]) in constraint.grandparent
 
 
 def brute_expectations(scores, constraints, sentences):
@@ -47,7 +63,7 @@ def brute_expectations(scores, constraints, sentences):
         for j, c in enumerate(constraints.constraints):
             counts[j] += sum(is_child(c, tags, d) for d in range(1, n + 1))
             per_tree = torch.tensor(
-                [sum(fires(c, tags, d, tree[d - 1]) for d in range(1, n + 1)) for tree, _ in items],
+                [sum(fires_in_tree(c, tags, d, tree) for d in range(1, n + 1)) for tree, _ in items],
                 dtype=torch.float64,
             )
             expected = expected.index_add(0, torch.tensor([j]), (p * per_tree).sum().view(1))
