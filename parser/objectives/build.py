@@ -10,7 +10,7 @@ mean their default), ``warmup`` (steps, default 0) and ``stream``
 (default: ``labeled`` for likelihood, local and risk; ``unlabeled`` for entropy, ge and kl). Kind
 options: risk ``labeled``; entropy ``alpha``; ge ``criterion``, ``aggregate``, ``eps`` (and
 ``constraints``, ``top_k``: which set the trainer loads and passes as ``constraints=``, ignored
-here); kl ``direction`` (and ``checkpoint``: the teacher the trainer loads and passes as
+here); kl ``direction``, ``tree`` (and ``checkpoint``: the teacher the trainer loads and passes as
 ``teacher=``, ignored here).
 """
 
@@ -47,7 +47,7 @@ KIND_OPTIONS = {
     "risk": {"labeled"},
     "entropy": {"alpha"},
     "ge": {"criterion", "aggregate", "eps", "constraints", "top_k"},
-    "kl": {"direction", "checkpoint"},
+    "kl": {"direction", "checkpoint", "tree"},
 }
 TERM_OPTIONS = {"type", "weight", "warmup", "stream"}
 KNOWN = tuple(DEFAULT_STREAM)
@@ -123,7 +123,7 @@ def _make(kind: str, name: str, options: Mapping, *, constraints, teacher):
         )
     if teacher is None:
         raise ValueError(f"objective term {name!r} (kl) needs teacher=, a callable Batch -> ParserOutput")
-    return KLToTeacher(teacher, direction=options.get("direction", "forward"))
+    return KLToTeacher(teacher, direction=options.get("direction", "forward"), tree=options.get("tree"))
 
 
 def _plain(value: object, *, where: str) -> object:

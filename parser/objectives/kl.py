@@ -1,5 +1,7 @@
 """Distillation / self-training on unlabeled text: the KL divergence between a frozen teacher's
-tree distribution and the model's, per word.
+tree distribution and the model's, per word; or, with ``tree``, the model's negative
+log-likelihood of the teacher's best tree (hard self-training on pseudo-gold trees, McClosky et
+al. 2006), which is the KL from a point mass on that tree.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ if TYPE_CHECKING:
     from parser.data.batch import Batch
 
 DIRECTIONS = ("forward", "reverse")
+TREES = (None, "mst", "projective")
 
 
 @dataclass(frozen=True)
@@ -25,14 +28,24 @@ class KLToTeacher:
     KL(p_model || p_teacher) (mode-seeking). ``teacher`` maps a batch to the teacher's
     ``ParserOutput``; it is called under ``torch.no_grad`` and must give a distribution of the
     same shape as the model's (labeled trees when both are joint; label classifiers are not
-    compared). Summed over sentences, divided by the number of words. Logs ``loss``, ``value``."""
+    compared). Summed over sentences, divided by the number of words. Logs ``loss``, ``value``.
+
+    ``tree``: ``None`` (the whole teacher distribution), ``"mst"`` or ``"projective"``: the
+    teacher's maximum spanning tree or best projective tree (Eisner) as a pseudo-gold tree, the
+    loss being ``-log p_model(tree)`` (forward direction only: a point mass has no reverse KL).
+    A projective pseudo-tree hands the student the teacher's decoding prior as well as its arcs."""
 
     teacher: Callable[[Batch], ParserOutput]
     direction: str = "forward"
+    tree: str | None = None
 
     def __post_init__(self) -> None:
         if self.direction not in DIRECTIONS:
             raise ValueError(f"KLToTeacher: direction must be one of {DIRECTIONS}, got {self.direction!r}")
+        if self.tree not in TREES:
+            raise ValueError(f"KLToTeacher: tree must be one of {TREES}, got {self.tree!r}")
+        if self.tree is not None and self.direction != "forward":
+            raise ValueError(f"KLToTeacher: tree={self.tree!r} needs direction 'forward' (the KL from the tree)")
         if not callable(self.teacher):
             raise ValueError(f"KLToTeacher: teacher must be callable Batch -> ParserOutput, got {self.teacher!r}")  # noqa: TRY004 (project convention: bad input is a ValueError)
 
@@ -51,6 +64,18 @@ class KLToTeacher:
         teacher = type(teacher)(
             teacher.scores.detach().to(model.scores.dtype), model.lengths, single_root=teacher.single_root
         )
-        values = teacher.kl(model) if self.direction == "forward" else model.kl(teacher)
+        if self.tree is not None:
+            best = teacher.argmax(projective=self.tree == "projective")
+            heads = best[0] if isinstance(best, tuple) else best
+            values = -model.log_prob(heads) if not model.labeled else -_arc_log_prob(model, heads)
+        else:
+            values = teacher.kl(model) if self.direction == "forward" else model.kl(teacher)
         loss = per_token(values.sum(), batch)
         return Output(loss, detached(loss=loss, value=loss))
+
+
+def _arc_log_prob(model, heads: torch.Tensor) -> torch.Tensor:
+    """``[B]`` log p(heads) under a labeled CRF, its labels summed out (the teacher's tree has
+    unlabeled arcs only)."""
+    arcs = type(model)(model.arc_scores, model.lengths, single_root=model.single_root)
+    return arcs.log_prob(heads)

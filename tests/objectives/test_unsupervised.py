@@ -161,3 +161,32 @@ def test_kl_gradcheck_and_validation():
     labeled = random_scores(LENGTHS, labels=2)
     with pytest.raises(ValueError, match="do not match"):
         objective(ParserOutput(TreeCRF(labeled, batch.lengths)), batch)
+
+
+def test_kl_to_the_teachers_best_tree():
+    """tree='mst' / 'projective': -log p_model(teacher's best tree) per word, by enumeration; the
+    projective pseudo-tree differs where the teacher's maximum spanning tree crosses."""
+    from tests.structs.brute import enumerate_distribution
+
+    n = 4
+    teacher_scores = torch.full((1, n + 1, n + 1), -5.0, dtype=torch.float64)
+    for dep, head in ((1, 3), (2, 4), (3, 0), (4, 3)):  # 1 <- 3 crosses 2 <- 4: not projective
+        teacher_scores[0, dep, head] = 5.0
+    scores = random_scores([n], seed=23)
+    batch = make_batch([n])
+    trees, log_weights, log_z = enumerate_distribution(scores[0].detach(), n, single_root=True)
+    log_p = dict(zip(trees, (log_weights - log_z).tolist()))
+    for tree in ("mst", "projective"):
+        objective = KLToTeacher(lambda b: ParserOutput(TreeCRF(teacher_scores, b.lengths)), tree=tree)
+        out = objective(ParserOutput(TreeCRF(scores, batch.lengths)), batch)
+        best = TreeCRF(teacher_scores, batch.lengths).argmax(projective=tree == "projective")
+        pseudo = tuple(best[0, 1:].tolist())
+        assert (pseudo == (3, 4, 0, 3)) == (tree == "mst")
+        torch.testing.assert_close(out.loss, torch.tensor(-log_p[pseudo] / n, dtype=torch.float64))
+        out.loss.backward()
+        assert scores.grad.abs().sum() > 0
+        scores.grad = None
+    with pytest.raises(ValueError, match="tree must be one of"):
+        KLToTeacher(objective.teacher, tree="eisner")
+    with pytest.raises(ValueError, match="needs direction 'forward'"):
+        KLToTeacher(objective.teacher, direction="reverse", tree="mst")
