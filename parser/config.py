@@ -129,6 +129,9 @@ class ModelConfig:
     # Decoding: the best projective tree (Eisner) instead of the maximum spanning tree. Training
     # and every expectation stay non-projective; parser.eval / parser.predict projective=... override.
     projective: bool = False
+    # The tree distribution trained and decoded: matrix_tree (non-projective, parser.structs.TreeCRF)
+    # or projective (Eisner's inside algorithm, parser.structs.projective_crf; labels: classifier).
+    crf: str = "matrix_tree"
     # biaffine (Dozat & Manning 2017); use_words=False: the BiLSTM reads UPOS alone
     use_upos: bool = True
     use_words: bool = True

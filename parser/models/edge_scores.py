@@ -15,6 +15,7 @@ from torch import Tensor
 from parser.structs.parser_output import ParserOutput
 
 LABEL_MODES = ("joint", "classifier")
+CRF_KINDS = ("matrix_tree", "projective")
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,8 @@ class EdgeScores:
 
 
 def to_output(
-    edge_scores: EdgeScores, lengths: Tensor, *, labels: str = "joint", single_root: bool = True
+    edge_scores: EdgeScores, lengths: Tensor, *, labels: str = "joint", single_root: bool = True,
+    crf: str = "matrix_tree",
 ) -> ParserOutput:
     """The tree CRF over a scorer's arcs, labeled jointly or with a separate label classifier.
 
@@ -34,9 +36,14 @@ def to_output(
     (``[B, dep, head, L]``); ``label_scores`` is ``None``. ``labels="classifier"``: the CRF over
     ``arcs`` alone, and ``label_scores = labels`` for a per-arc classifier (Dozat & Manning).
     An unlabeled scorer (``edge_scores.labels is None``) gives the arc CRF in either mode.
+
+    ``crf="matrix_tree"``: the non-projective ``TreeCRF``; ``"projective"``: the
+    ``ProjectiveTreeCRF`` (Eisner's inside algorithm; unlabeled arcs, so not with joint labels).
     """
     if labels not in LABEL_MODES:
         raise ValueError(f"labels={labels!r}: expected one of {', '.join(LABEL_MODES)}")
+    if crf not in CRF_KINDS:
+        raise ValueError(f"crf={crf!r}: expected one of {', '.join(CRF_KINDS)}")
     arcs, rel_scores = edge_scores.arcs, edge_scores.labels
     if rel_scores is not None and rel_scores.shape[:-1] != arcs.shape:
         raise ValueError(
@@ -44,8 +51,13 @@ def to_output(
             f"{tuple(arcs.shape)} + (L,) to match edge_scores.arcs"
         )
     # Imported here, not at the top: structs is a sibling layer, built in parallel.
+    from parser.structs.projective_crf import ProjectiveTreeCRF
     from parser.structs.tree_crf import TreeCRF
 
+    if crf == "projective":
+        if rel_scores is not None and labels == "joint":
+            raise ValueError("crf='projective' models unlabeled arcs: use labels='classifier' with it")
+        return ParserOutput(dist=ProjectiveTreeCRF(arcs, lengths, single_root=single_root), label_scores=rel_scores)
     if rel_scores is None:
         return ParserOutput(dist=TreeCRF(arcs, lengths, single_root=single_root))
     if labels == "joint":

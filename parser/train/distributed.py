@@ -261,7 +261,7 @@ class DistributedParser:
 
         arcs, labels = self.ddp(batch)
         return to_output(EdgeScores(arcs, labels), batch.lengths, labels=self.model.labels,
-                         single_root=self.model.single_root)
+                         single_root=self.model.single_root, crf=self.model.crf)
 
 
 class DistributedObjective:

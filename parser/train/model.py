@@ -39,19 +39,24 @@ def scorer_kwargs(cfg: ModelConfig | Mapping[str, Any]) -> dict[str, Any]:
 
 
 class ParserModel(nn.Module):
-    """An edge scorer with its label mode (``joint`` or ``classifier``), root constraint and
-    decoder (maximum spanning tree, or with ``projective`` the best projective tree)."""
+    """An edge scorer with its label mode (``joint`` or ``classifier``), root constraint, tree
+    distribution (``crf``: ``matrix_tree``, non-projective, or ``projective``) and decoder (maximum
+    spanning tree, or with ``projective`` the best projective tree; a projective CRF always
+    decodes projectively)."""
 
-    def __init__(self, scorer: nn.Module, *, labels: str, single_root: bool, projective: bool = False) -> None:
+    def __init__(self, scorer: nn.Module, *, labels: str, single_root: bool, projective: bool = False,
+                 crf: str = "matrix_tree") -> None:
         super().__init__()
         self.scorer = scorer
         self.labels = LabelMode(labels).value
         self.single_root = single_root
         self.projective = projective
+        self.crf = crf
 
     def forward(self, batch: Batch) -> ParserOutput:
         edge_scores = self.scorer(batch)
-        return to_output(edge_scores, batch.lengths, labels=self.labels, single_root=self.single_root)
+        return to_output(edge_scores, batch.lengths, labels=self.labels, single_root=self.single_root,
+                         crf=self.crf)
 
     @torch.no_grad()
     def decode(self, out: ParserOutput) -> tuple[Tensor, Tensor | None]:
@@ -95,7 +100,7 @@ def build_parser(
         options=options,
     )
     return ParserModel(scorer, labels=LabelMode(cfg.labels).value, single_root=cfg.single_root,
-                       projective=cfg.projective)
+                       projective=cfg.projective, crf=cfg.crf)
 
 
 def upos_ids(names: Any, upos: Vocab | None) -> tuple[int, ...]:

@@ -47,3 +47,16 @@ def test_joint_and_classifier_match_brute_force(single_root: bool) -> None:
         _, _, log_z = enumerate_distribution(edge.arcs[b].double(), n, single_root=single_root)
         assert classifier.dist.log_partition[b].item() == pytest.approx(log_z.item(), abs=1e-4)
         assert unlabeled.dist.log_partition[b].item() == pytest.approx(log_z.item(), abs=1e-4)
+
+
+def test_projective_crf_kind() -> None:
+    from parser.structs.projective_crf import ProjectiveTreeCRF
+
+    edge = scores([4, 2], 3, seed=1)
+    out = to_output(edge, torch.tensor([4, 2]), labels="classifier", crf="projective")
+    assert isinstance(out.dist, ProjectiveTreeCRF) and out.label_scores is edge.labels
+    assert isinstance(to_output(EdgeScores(edge.arcs), torch.tensor([4, 2]), crf="projective").dist, ProjectiveTreeCRF)
+    with pytest.raises(ValueError, match="unlabeled arcs"):
+        to_output(edge, torch.tensor([4, 2]), labels="joint", crf="projective")
+    with pytest.raises(ValueError, match="crf='eisner'"):
+        to_output(edge, torch.tensor([4, 2]), crf="eisner")

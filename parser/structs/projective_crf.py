@@ -1,0 +1,188 @@
+"""The projective tree CRF: the distribution over projective dependency trees, by Eisner's (1996)
+inside algorithm in log space (first order, O(N^3), batched over sentences and spans).
+
+The alternative to :class:`parser.structs.TreeCRF` (matrix-tree theorem, non-projective) for a
+model that should put no mass on crossing arcs: 99% of UD arcs are projective, and a model trained
+without trees spreads a fifth of its best tree's arcs over crossings when it may
+(experiments/results/ge_alone_projective.md). Same conventions: ``scores[b, dep, head]``
+``[B, N+1, N+1]`` (index 0 = ROOT), ``lengths[b]`` words; unlabeled only.
+
+log Z comes from the inside chart; the marginals are its gradient (with ``create_graph`` when the
+scores carry a graph, so that expectations such as GE's are differentiable once more, the
+"first-order expectation semiring by autograd" of Eisner 2016 and Zmigrod et al. 2021). Chart
+entries ``[b, start, width]`` are kept in lists per width, so every step is out of place and
+autograd sees each entry once. Single root: ROOT stays out of the chart and picks the root word
+``r`` last (``[1, r]`` headed by ``r`` on its left, ``[r, n]`` on its right), as in
+:func:`parser.structs.projective.eisner`.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from parser.structs.laplacian import arc_mask
+from parser.structs.log_elimination import logsumexp_safe
+from parser.structs.mst import check_scores_and_lengths
+from parser.structs.projective import eisner
+
+__all__ = ["ProjectiveTreeCRF", "is_projective"]
+
+NEG_INF = float("-inf")
+
+
+class ProjectiveTreeCRF:
+    """Distribution over projective trees of each sentence of a batch (unlabeled arcs)."""
+
+    labeled = False
+
+    def __init__(self, scores: Tensor, lengths: Tensor, *, single_root: bool = True) -> None:
+        if scores.dim() != 3:
+            raise ValueError(f"ProjectiveTreeCRF: scores must be [B, N+1, N+1] (unlabeled), got {list(scores.shape)}")
+        check_scores_and_lengths(scores, lengths)
+        self.scores = scores
+        self.lengths = lengths.to(device=scores.device, dtype=torch.long)
+        self.single_root = bool(single_root)
+        self._cache: dict[str, Tensor] = {}
+
+    @property
+    def arc_mask(self) -> Tensor:
+        """``[B, dep, head]`` bool: real arcs."""
+        return arc_mask(self.lengths, self.scores.shape[1])
+
+    @property
+    def arc_scores(self) -> Tensor:
+        """``[B, dep, head]`` scores, -inf off arcs."""
+        return self.scores.masked_fill(~self.arc_mask, NEG_INF)
+
+    def _inside(self) -> tuple[Tensor, Tensor]:
+        """``(log Z [B] float64, the float64 arc scores it is a function of)``."""
+        if "log_z" not in self._cache:
+            scores64 = self.arc_scores.to(torch.float64)
+            if not scores64.requires_grad:  # the marginals are a gradient: give autograd a leaf
+                scores64 = scores64.detach().requires_grad_()
+            with torch.enable_grad():
+                self._cache["log_z"] = inside(scores64, self.lengths, single_root=self.single_root)
+            self._cache["scores64"] = scores64
+        return self._cache["log_z"], self._cache["scores64"]
+
+    @property
+    def log_partition(self) -> Tensor:
+        """``[B]`` log Z (-inf where no projective tree has a finite score)."""
+        log_z, _ = self._inside()
+        return (log_z if self.scores.requires_grad else log_z.detach()).to(self.scores.dtype)
+
+    @property
+    def arc_marginals(self) -> Tensor:
+        """``[B, dep, head]`` p(head(dep) = head) over projective trees; 0 off arcs."""
+        if "marginals" not in self._cache:
+            log_z, scores64 = self._inside()
+            graph = self.scores.requires_grad and torch.is_grad_enabled()
+            finite = torch.isfinite(log_z)
+            with torch.enable_grad():
+                (grad,) = torch.autograd.grad(log_z.masked_fill(~finite, 0.0).sum(), scores64,
+                                              create_graph=graph)
+            grad = torch.where(self.arc_mask & finite[:, None, None], grad, torch.zeros_like(grad))
+            self._cache["marginals"] = grad if graph else grad.detach()
+        return self._cache["marginals"].to(self.scores.dtype)
+
+    @property
+    def marginals(self) -> Tensor:
+        return self.arc_marginals
+
+    def expect_sparse(self, arc_index: Tensor, feature_ids: Tensor, values: Tensor, n_features: int) -> Tensor:
+        """E[features] ``[B, n_features]`` from sparse ``(b, dep, head)`` rows (as ``TreeCRF``)."""
+        probs = self.arc_marginals[tuple(arc_index.t())]
+        out = torch.zeros(self.scores.shape[0], n_features, dtype=values.dtype, device=values.device)
+        flat = arc_index[:, 0] * n_features + feature_ids
+        return out.reshape(-1).index_add(0, flat, probs.to(values.dtype) * values).reshape(out.shape)
+
+    def entropy(self) -> Tensor:
+        """``[B]`` Shannon entropy ``log Z - E[score]`` (nats)."""
+        real = self.arc_mask & torch.isfinite(self.scores)  # a forbidden arc has marginal 0
+        masked = torch.where(real, self.scores, torch.zeros_like(self.scores))
+        expected = (self.arc_marginals * masked).sum((1, 2))
+        return self.log_partition - expected
+
+    def score(self, heads: Tensor) -> Tensor:
+        """``[B]`` summed arc scores of ``heads [B, N+1]`` (words only)."""
+        words = self.arc_mask.any(-1)
+        picked = self.scores.gather(2, heads.clamp(min=0)[..., None]).squeeze(2)
+        return torch.where(words, picked, torch.zeros_like(picked)).sum(1)
+
+    def log_prob(self, heads: Tensor) -> Tensor:
+        """``[B]`` log p(heads); -inf for a tree that is not projective (or not single-rooted
+        when ``single_root``)."""
+        value = self.score(heads) - self.log_partition
+        allowed = is_projective(heads, self.lengths)
+        if self.single_root:
+            words = self.arc_mask.any(-1)
+            allowed = allowed & (((heads == 0) & words).sum(1) == 1)
+        return torch.where(allowed, value, torch.full_like(value, NEG_INF))
+
+    def argmax(self, *, projective: bool = True) -> Tensor:
+        """The best projective tree (Eisner); every tree of this distribution is projective, so
+        ``projective=False`` asks for nothing else."""
+        with torch.no_grad():
+            return eisner(self.arc_scores, self.lengths, single_root=self.single_root)
+
+
+def inside(arc_scores: Tensor, lengths: Tensor, *, single_root: bool) -> Tensor:
+    """``[B]`` log Z over projective trees of ``arc_scores [B, dep, head]`` (-inf off arcs)."""
+    batch, size = arc_scores.shape[0], arc_scores.shape[1]
+    device = arc_scores.device
+    arc = arc_scores.transpose(1, 2)  # [b, head, dep]
+    if single_root:
+        arc = torch.cat([torch.full_like(arc[:, :1], NEG_INF), arc[:, 1:]], 1)  # ROOT picks its word last
+    none = arc.new_full((batch, size), NEG_INF)
+    # Chart lists indexed by width, each [B, start]: complete (left-, right-headed) and incomplete.
+    comp_left, comp_right = [arc.new_zeros(batch, size)], [arc.new_zeros(batch, size)]
+    inc_left, inc_right = [none], [none]
+    for width in range(1, size):
+        count = size - width
+        starts = torch.arange(count, device=device)
+        splits = torch.arange(width, device=device)
+        left_done, right_done = torch.stack(comp_left, -1), torch.stack(comp_right, -1)  # [B, S, width]
+        # Incomplete [i, j]: [i, i + k] headed by i and [i + k + 1, j] headed by j, then the arc.
+        halves = right_done[:, :count, :] + left_done[:, starts[:, None] + splits + 1, (width - 1 - splits)[None, :]]
+        between = logsumexp_safe(halves, -1)  # [B, count]
+        inc_right.append(_pad(between + arc[:, starts, starts + width], size))  # i -> j
+        inc_left.append(_pad(between + arc[:, starts + width, starts], size))  # j -> i
+        incomplete_left, incomplete_right = torch.stack(inc_left, -1), torch.stack(inc_right, -1)
+        # Complete [i, j] headed by j: [i, i + k] complete + [i + k, j] incomplete, k in [0, width).
+        left = left_done[:, :count, :] + incomplete_left[:, starts[:, None] + splits, (width - splits)[None, :]]
+        comp_left.append(_pad(logsumexp_safe(left, -1), size))
+        # Complete [i, j] headed by i: [i, i + k] incomplete + [i + k, j] complete, k in (0, width].
+        reach = splits + 1
+        right = incomplete_right[:, starts[:, None], reach[None, :]] + right_done[:, starts[:, None] + reach, (width - reach)[None, :]]
+        comp_right.append(_pad(logsumexp_safe(right, -1), size))
+    left_done, right_done = torch.stack(comp_left, -1), torch.stack(comp_right, -1)  # [B, start, width]
+    rows = torch.arange(batch, device=device)
+    if not single_root:
+        return right_done[rows, 0, lengths]
+    words = torch.arange(1, size, device=device)
+    on_left = left_done[:, 1, words - 1]  # [1, r] headed by r
+    right_width = (lengths[:, None] - words[None, :]).clamp(min=0)
+    on_right = right_done[rows[:, None], words[None, :], right_width]  # [r, n] headed by r
+    total = on_left + on_right + arc_scores[:, 1:, 0]
+    total = total.masked_fill(words[None, :] > lengths[:, None], NEG_INF)
+    return logsumexp_safe(total, -1).masked_fill(lengths == 0, 0.0)
+
+
+def _pad(values: Tensor, size: int) -> Tensor:
+    """``[B, count]`` -> ``[B, size]`` with -inf at the starts a span of this width cannot have."""
+    return torch.cat([values, values.new_full((values.shape[0], size - values.shape[1]), NEG_INF)], 1)
+
+
+def is_projective(heads: Tensor, lengths: Tensor) -> Tensor:
+    """``[B]`` bool: no two arcs of the tree cross (ROOT at position 0; arcs as spans)."""
+    size = heads.shape[1]
+    positions = torch.arange(size, device=heads.device)
+    words = (positions[None, :] >= 1) & (positions[None, :] <= lengths[:, None])
+    low = torch.minimum(positions[None, :], heads)
+    high = torch.maximum(positions[None, :], heads)
+    # Arc a = (low_a, high_a) and arc b cross when low_a < low_b < high_a < high_b.
+    crossing = ((low[:, :, None] < low[:, None, :]) & (low[:, None, :] < high[:, :, None])
+                & (high[:, :, None] < high[:, None, :]))
+    crossing &= words[:, :, None] & words[:, None, :]
+    return ~crossing.flatten(1).any(1)
