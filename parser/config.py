@@ -132,6 +132,9 @@ class ModelConfig:
     # The tree distribution trained and decoded: matrix_tree (non-projective, parser.structs.TreeCRF)
     # or projective (Eisner's inside algorithm, parser.structs.projective_crf; labels: classifier).
     crf: str = "matrix_tree"
+    # After decoding, re-attach the words of these UPOS by the UD punct/cc guidelines (to the unit
+    # they separate: parser.structs.unit_attachment), e.g. [PUNCT, CCONJ]; [] = as decoded.
+    attach_to_units: list[str] = field(default_factory=list)
     # biaffine (Dozat & Manning 2017); use_words=False: the BiLSTM reads UPOS alone
     use_upos: bool = True
     use_words: bool = True

@@ -42,6 +42,7 @@ OPTIONS = {
     "tokens_per_batch": "5000",
     "on_invalid": "error",  # error | skip: malformed CoNLL-U sentences
     "projective": None,  # true | false: best projective tree or maximum spanning tree (default: the checkpoint's)
+    "attach_to_units": None,  # e.g. PUNCT,CCONJ, or none: UD punct/cc re-attachment (default: the checkpoint's)
 }
 
 
@@ -57,12 +58,14 @@ def predict_file(
     tagger: str | Path | None = None,
     retag: bool = False,
     projective: bool | None = None,
+    attach_to_units: Sequence[str] | None = None,
 ) -> int:
     """Parse ``input_path`` with the model of ``checkpoint``, write ``output_path`` (atomically);
     ``tagger`` tags it first where UPOS is missing, or everywhere when ``retag`` (see the module
     docstring). ``projective`` overrides the checkpoint's decoder (``model.projective``): True for
-    the best projective tree (Eisner), False for the maximum spanning tree. Returns the number of
-    sentences written."""
+    the best projective tree (Eisner), False for the maximum spanning tree; ``attach_to_units``
+    overrides ``model.attach_to_units`` (UPOS tags re-attached by the UD punct/cc rule; ``[]`` for
+    none). Returns the number of sentences written."""
     from parser.data.conllu_io import read_conllu, read_tokenized
     from parser.train.components import load_parser, resolve_device
     from parser.train.inference import (
@@ -97,6 +100,10 @@ def predict_file(
     model, vocabs, config = load_parser(checkpoint, device=torch_device)
     if projective is not None:
         model.projective = projective
+    if attach_to_units is not None:
+        from parser.train.model import upos_ids
+
+        model.unit_tags = upos_ids(list(attach_to_units), vocabs.upos, option="attach_to_units")
     sentences, upos = treebank.sentences, None
     missing, total = missing_upos(sentences)
     if tagger is None and missing and reads_upos(config):
@@ -144,8 +151,18 @@ def _run(args: dict) -> str:
         on_invalid=args["on_invalid"], tagger=args["tagger"],
         retag=parse_bool(args["retag"], option="retag"),
         projective=None if args["projective"] is None else parse_bool(args["projective"], option="projective"),
+        attach_to_units=tag_list(args["attach_to_units"]),
     )
     return f"parsed {count} sentences -> {args['output']}"
+
+
+def tag_list(value: str | None) -> list[str] | None:
+    """``PUNCT,CCONJ`` -> ``["PUNCT", "CCONJ"]``; ``none`` or empty -> ``[]``; None -> None."""
+    if value is None:
+        return None
+    if value.strip().lower() in ("", "none", "[]"):
+        return []
+    return [tag.strip() for tag in value.split(",") if tag.strip()]
 
 
 if __name__ == "__main__":

@@ -18,7 +18,9 @@ before parsing (written to ``<treebank>-<split>.tagged.pred.conllu``), and the U
 those tags (the official UPOS score) is printed beside UAS/LAS.
 
 ``projective=true`` (or ``false``) decodes with the best projective tree (Eisner) or the maximum
-spanning tree whatever the checkpoint's ``model.projective`` says (an ablation of the decoder).
+spanning tree whatever the checkpoint's ``model.projective`` says, and ``attach_to_units=PUNCT,CCONJ``
+(or ``none``) re-attaches those words by the UD punct/cc rule or not, whatever its
+``model.attach_to_units`` says (ablations of the decoder).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ OPTIONS = {
     "tokens_per_batch": "5000",
     "tagger": None,  # parse with this tagger's UPOS instead of the gold ones
     "projective": None,  # true | false: decoder of checkpoint= (default: the checkpoint's model.projective)
+    "attach_to_units": None,  # PUNCT,CCONJ | none: UD punct/cc re-attachment (default: the checkpoint's)
 }
 
 
@@ -78,7 +81,7 @@ def evaluate(args: dict) -> tuple[dict, Path]:
 
 def _predict(args: dict) -> tuple[Path, Path]:
     from parser.data.paths import resolve_ud_root, treebank_file
-    from parser.predict import predict_file
+    from parser.predict import predict_file, tag_list
     from parser.train.cli_args import parse_bool
     from parser.train.user_files import input_file, output_dir
 
@@ -98,7 +101,8 @@ def _predict(args: dict) -> tuple[Path, Path]:
     predict_file(checkpoint, gold_path, pred_path, format="conllu", device=args["device"],
                  tokens_per_batch=int(args["tokens_per_batch"]), tagger=tagger,
                  retag=bool(tagger),
-                 projective=None if args["projective"] is None else parse_bool(args["projective"], option="projective"))
+                 projective=None if args["projective"] is None else parse_bool(args["projective"], option="projective"),
+                 attach_to_units=tag_list(args["attach_to_units"]))
     return pred_path, gold_path
 
 

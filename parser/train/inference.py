@@ -64,7 +64,7 @@ def parse(
         for batch in batcher:
             batch = batch.to(device)
             out = model(batch)
-            pred_heads, pred_rels = model.decode(out)
+            pred_heads, pred_rels = model.decode(out, upos=batch.upos)
             if metric is not None:
                 metric.update(pred_heads, pred_rels, batch.heads, batch.rels, batch.lengths,
                               rel_universal=rel_universal.to(pred_heads.device))

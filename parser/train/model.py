@@ -18,7 +18,9 @@ from parser.constraints.spec import UPOS_TAGS
 from parser.data.batch import Batch
 from parser.data.vocab import Vocab
 from parser.models import build_scorer, scorer_options, to_output
+from parser.structs.laplacian import word_mask
 from parser.structs.parser_output import ParserOutput
+from parser.structs.unit_attachment import attach_to_units
 
 __all__ = ["ParserModel", "build_parser", "scorer_kwargs", "upos_ids"]
 
@@ -45,13 +47,14 @@ class ParserModel(nn.Module):
     decodes projectively)."""
 
     def __init__(self, scorer: nn.Module, *, labels: str, single_root: bool, projective: bool = False,
-                 crf: str = "matrix_tree") -> None:
+                 crf: str = "matrix_tree", unit_tags: tuple[int, ...] = ()) -> None:
         super().__init__()
         self.scorer = scorer
         self.labels = LabelMode(labels).value
         self.single_root = single_root
         self.projective = projective
         self.crf = crf
+        self.unit_tags = tuple(unit_tags)  # UPOS ids re-attached after decoding (attach_to_units)
 
     def forward(self, batch: Batch) -> ParserOutput:
         edge_scores = self.scorer(batch)
@@ -59,18 +62,27 @@ class ParserModel(nn.Module):
                          crf=self.crf)
 
     @torch.no_grad()
-    def decode(self, out: ParserOutput) -> tuple[Tensor, Tensor | None]:
+    def decode(self, out: ParserOutput, upos: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
         """Best trees: ``heads`` ``[B, dep]`` and ``rels`` ``[B, dep]`` (``None`` if unlabeled).
 
-        Joint labels come with the best tree of the labeled CRF; a classifier's relation is its
-        best non-special label on the predicted arc. The tree is the maximum spanning tree, or the
-        best projective one when ``self.projective``.
+        The tree is the maximum spanning tree, or the best projective one when
+        ``self.projective``; then the words whose UPOS (``upos [B, N+1]``) is one of ``unit_tags``
+        are re-attached by the UD punct/cc rule (:func:`parser.structs.unit_attachment.attach_to_units`).
+        Joint labels: each word's best label on its arc; a classifier's relation is its best
+        non-special label on the predicted arc.
         """
         best = out.dist.argmax(projective=self.projective)
+        heads = best[0] if isinstance(best, tuple) else best
+        if self.unit_tags:
+            if upos is None:
+                raise ValueError("ParserModel.decode: attach_to_units needs the batch's UPOS (upos=)")
+            marked = torch.isin(upos, torch.tensor(self.unit_tags, device=upos.device))
+            heads = attach_to_units(heads, out.dist.lengths, marked)
         if isinstance(best, tuple):
-            heads, rels = best
-            return heads, rels
-        heads = best
+            if not self.unit_tags:
+                return best
+            labels = out.dist.labeled_scores.argmax(-1).gather(2, heads[:, :, None]).squeeze(2)
+            return heads, labels.masked_fill(~word_mask(out.dist.lengths, heads.shape[1]), 0)
         if out.label_scores is None:
             return heads, None
         index = heads.clamp(min=0)[..., None, None].expand(*heads.shape, 1, out.label_scores.shape[-1])
@@ -85,8 +97,8 @@ def build_parser(
 ) -> ParserModel:
     """A fresh parser for vocabularies of ``sizes`` (``words``, ``chars``, ``upos``, ``rels``).
 
-    ``upos``, the UPOS vocabulary, maps the tag names of ``distance_prior_exempt`` to ids; it is
-    needed only when that list is not empty.
+    ``upos``, the UPOS vocabulary, maps the tag names of ``distance_prior_exempt`` and
+    ``attach_to_units`` to ids; it is needed only when those lists are not empty.
     """
     options = scorer_kwargs(cfg)
     if "distance_prior_exempt" in options:
@@ -99,27 +111,26 @@ def build_parser(
         n_rels=sizes["rels"],
         options=options,
     )
+    unit_tags = upos_ids(cfg.attach_to_units, upos, option="model.attach_to_units")
     return ParserModel(scorer, labels=LabelMode(cfg.labels).value, single_root=cfg.single_root,
-                       projective=cfg.projective, crf=cfg.crf)
+                       projective=cfg.projective, crf=cfg.crf, unit_tags=unit_tags)
 
 
-def upos_ids(names: Any, upos: Vocab | None) -> tuple[int, ...]:
-    """The ids of the UPOS tag ``names`` (``model.distance_prior_exempt``) in ``upos``.
+def upos_ids(names: Any, upos: Vocab | None, *, option: str = "model.distance_prior_exempt") -> tuple[int, ...]:
+    """The ids of the UPOS tag ``names`` (the config ``option``, for messages) in ``upos``.
 
-    A name outside the 17 UD tags is an error (a typo would otherwise exempt nothing, silently).
+    A name outside the 17 UD tags is an error (a typo would otherwise select nothing, silently).
     A UD tag that the training data never used has no id and is left out: no word carries it.
     """
     names = [names] if isinstance(names, str) else list(names or ())
     unknown = [name for name in names if name not in UPOS_TAGS]
     if unknown:
-        raise ValueError(
-            f"model.distance_prior_exempt: {unknown} not UD UPOS tags; known: {', '.join(UPOS_TAGS)}"
-        )
+        raise ValueError(f"{option}: {unknown} not UD UPOS tags; known: {', '.join(UPOS_TAGS)}")
     if not names:
         return ()
     if upos is None:
         raise ValueError(
-            "model.distance_prior_exempt names UPOS tags, but no UPOS vocabulary was given to "
+            f"{option} names UPOS tags, but no UPOS vocabulary was given to "
             "build_parser(upos=...) to map them to ids"
         )
     return tuple(upos.index(name) for name in names if name in upos)

@@ -1,0 +1,85 @@
+"""Decoder options end to end: ``model.projective`` (Eisner), ``model.attach_to_units`` (the UD
+punct/cc rule) and ``model.crf=projective`` through a trainer run, its checkpoint and the
+``parser.eval`` / ``parser.predict`` overrides."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from parser.predict import predict_file, tag_list
+from parser.structs.projective_crf import ProjectiveTreeCRF, is_projective
+from parser.structs.unit_attachment import attach_to_units
+from tests.train.helpers import tiny_config
+
+FIXTURE = "tests/fixtures/tiny-dev.conllu"
+
+
+def read_heads(path) -> list[list[int]]:
+    sentences, current = [], []
+    for line in open(path, encoding="utf-8"):
+        if not line.strip():
+            if current:
+                sentences.append(current)
+            current = []
+        elif not line.startswith("#") and line.split("\t")[0].isdigit():
+            current.append(int(line.split("\t")[6]))
+    return sentences + ([current] if current else [])
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    from parser.train.loop import Trainer
+
+    run = tmp_path_factory.mktemp("run")
+    cfg = tiny_config("model.projective=true", "model.attach_to_units=[PUNCT,CCONJ]",
+                      "trainer.max_steps=2", "trainer.eval_every=2")
+    trainer = Trainer(cfg, run_dir=run)
+    upos = trainer.vocabs.upos
+    assert trainer.model.projective and trainer.model.unit_tags == (upos.index("PUNCT"), upos.index("CCONJ"))
+    trainer.fit()
+    return run / "checkpoints" / "best.pt"
+
+
+def test_checkpoint_keeps_the_decoder_and_overrides_change_it(checkpoint, tmp_path):
+    from parser.train.components import load_parser
+
+    model, vocabs, _ = load_parser(checkpoint)
+    assert model.projective and model.unit_tags
+    plain, both = tmp_path / "plain.conllu", tmp_path / "both.conllu"
+    predict_file(checkpoint, FIXTURE, plain, projective=False, attach_to_units=[])
+    predict_file(checkpoint, FIXTURE, both)
+    plain_heads, both_heads = read_heads(plain), read_heads(both)
+    tags = [[line.split("\t")[3] for line in block.splitlines() if line and line.split("\t")[0].isdigit()]
+            for block in open(FIXTURE, encoding="utf-8").read().split("\n\n") if block.strip()]
+    for heads, upos in zip(both_heads, tags):
+        tensor = torch.tensor([[0, *heads]])
+        assert bool(is_projective(tensor, torch.tensor([len(heads)]))[0])
+        marked = torch.tensor([[False] + [t in ("PUNCT", "CCONJ") for t in upos]])
+        if not marked[0, heads.index(0) + 1]:  # the rule's fixed point: applying it again changes nothing
+            assert attach_to_units(tensor, torch.tensor([len(heads)]), marked)[0, 1:].tolist() == heads
+    assert len(plain_heads) == len(both_heads)
+    with pytest.raises(ValueError, match=r"attach_to_units: \['PUNC'\] not UD UPOS tags"):
+        predict_file(checkpoint, FIXTURE, tmp_path / "bad.conllu", attach_to_units=["PUNC"])
+
+
+def test_tag_list():
+    assert tag_list(None) is None and tag_list("none") == [] and tag_list("PUNCT, CCONJ") == ["PUNCT", "CCONJ"]
+
+
+def test_projective_crf_trains_with_ge(tmp_path):
+    from parser.train.components import load_parser
+    from parser.train.loop import Trainer
+
+    cfg = tiny_config("model=loglinear_unlexicalized", "model.crf=projective", "model.n_buckets=4096",
+                      "model.n_label_buckets=1024", "objective=ge", "data.labeled_size=0",
+                      "trainer.max_steps=2", "trainer.eval_every=2")
+    trainer = Trainer(cfg, run_dir=tmp_path)
+    assert trainer.model.crf == "projective"
+    trainer.fit()
+    model, _, _ = load_parser(tmp_path / "checkpoints" / "best.pt")
+    assert model.crf == "projective"
+    predicted = tmp_path / "pred.conllu"
+    predict_file(tmp_path / "checkpoints" / "best.pt", FIXTURE, predicted)
+    for heads in read_heads(predicted):
+        assert bool(is_projective(torch.tensor([[0, *heads]]), torch.tensor([len(heads)]))[0])
