@@ -4,11 +4,13 @@ punct/cc rule) and ``model.crf=projective`` through a trainer run, its checkpoin
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
 from parser.predict import predict_file, tag_list
-from parser.structs.projective_crf import ProjectiveTreeCRF, is_projective
+from parser.structs.projective_crf import is_projective
 from parser.structs.unit_attachment import attach_to_units
 from tests.train.helpers import tiny_config
 
@@ -17,7 +19,7 @@ FIXTURE = "tests/fixtures/tiny-dev.conllu"
 
 def read_heads(path) -> list[list[int]]:
     sentences, current = [], []
-    for line in open(path, encoding="utf-8"):
+    for line in Path(path).read_text(encoding="utf-8").splitlines(keepends=True):
         if not line.strip():
             if current:
                 sentences.append(current)
@@ -44,14 +46,14 @@ def checkpoint(tmp_path_factory):
 def test_checkpoint_keeps_the_decoder_and_overrides_change_it(checkpoint, tmp_path):
     from parser.train.components import load_parser
 
-    model, vocabs, _ = load_parser(checkpoint)
+    model, _, _ = load_parser(checkpoint)
     assert model.projective and model.unit_tags
     plain, both = tmp_path / "plain.conllu", tmp_path / "both.conllu"
     predict_file(checkpoint, FIXTURE, plain, projective=False, attach_to_units=[])
     predict_file(checkpoint, FIXTURE, both)
     plain_heads, both_heads = read_heads(plain), read_heads(both)
     tags = [[line.split("\t")[3] for line in block.splitlines() if line and line.split("\t")[0].isdigit()]
-            for block in open(FIXTURE, encoding="utf-8").read().split("\n\n") if block.strip()]
+            for block in Path(FIXTURE).read_text(encoding="utf-8").split("\n\n") if block.strip()]
     for heads, upos in zip(both_heads, tags):
         tensor = torch.tensor([[0, *heads]])
         assert bool(is_projective(tensor, torch.tensor([len(heads)]))[0])
