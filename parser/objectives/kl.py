@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from parser.data.batch import Batch
 
 DIRECTIONS = ("forward", "reverse")
-TREES = (None, "mst", "projective")
+TREES = (None, "mst", "projective", "decoder")
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,9 @@ class KLToTeacher:
 
     ``tree``: ``None`` (the whole teacher distribution), ``"mst"`` or ``"projective"``: the
     teacher's maximum spanning tree or best projective tree (Eisner) as a pseudo-gold tree, the
-    loss being ``-log p_model(tree)`` (forward direction only: a point mass has no reverse KL).
+    loss being ``-log p_model(tree)`` (forward direction only: a point mass has no reverse KL);
+    ``"decoder"``: the tree the teacher's own decoder gives (``teacher.decode(out, upos=...)``, a
+    ``ParserModel``'s: its ``projective`` and ``attach_to_units`` settings).
     A projective pseudo-tree hands the student the teacher's decoding prior as well as its arcs."""
 
     teacher: Callable[[Batch], ParserOutput]
@@ -52,7 +54,8 @@ class KLToTeacher:
     def __call__(self, out: ParserOutput, batch: Batch) -> Output:
         model = out.dist
         with torch.no_grad():
-            teacher = self.teacher(batch).dist
+            teacher_out = self.teacher(batch)
+            teacher = teacher_out.dist
         if teacher.scores.shape != model.scores.shape:
             raise ValueError(
                 f"KLToTeacher: teacher scores {tuple(teacher.scores.shape)} do not match the "
@@ -64,9 +67,14 @@ class KLToTeacher:
         teacher = type(teacher)(
             teacher.scores.detach().to(model.scores.dtype), model.lengths, single_root=teacher.single_root
         )
-        if self.tree is not None:
+        if self.tree == "decoder":
+            if not hasattr(self.teacher, "decode"):
+                raise ValueError("KLToTeacher: tree='decoder' needs a teacher with decode(out, upos=) (a ParserModel)")
+            heads = self.teacher.decode(teacher_out, upos=batch.upos)[0]
+        elif self.tree is not None:
             best = teacher.argmax(projective=self.tree == "projective")
             heads = best[0] if isinstance(best, tuple) else best
+        if self.tree is not None:
             values = -model.log_prob(heads) if not model.labeled else -_arc_log_prob(model, heads)
         else:
             values = teacher.kl(model) if self.direction == "forward" else model.kl(teacher)

@@ -190,3 +190,33 @@ def test_kl_to_the_teachers_best_tree():
         KLToTeacher(objective.teacher, tree="eisner")
     with pytest.raises(ValueError, match="needs direction 'forward'"):
         KLToTeacher(objective.teacher, direction="reverse", tree="mst")
+
+
+def test_kl_to_the_teachers_decoded_tree():
+    """tree='decoder': the pseudo-gold tree is whatever the teacher's decode(out, upos=) returns."""
+    from tests.structs.brute import enumerate_distribution
+
+    n = 4
+    chosen = torch.tensor([[0, 2, 0, 2, 3]])
+
+    class Teacher:
+        def __init__(self):
+            self.upos = None
+
+        def __call__(self, batch):
+            return ParserOutput(TreeCRF(torch.zeros(1, n + 1, n + 1, dtype=torch.float64), batch.lengths))
+
+        def decode(self, out, upos=None):
+            self.upos = upos
+            return chosen, None
+
+    teacher = Teacher()
+    scores = random_scores([n], seed=24)
+    batch = make_batch([n], upos=[[3, 4, 5, 6]])
+    out = KLToTeacher(teacher, tree="decoder")(ParserOutput(TreeCRF(scores, batch.lengths)), batch)
+    trees, log_weights, log_z = enumerate_distribution(scores[0].detach(), n, single_root=True)
+    expected = -(log_weights[trees.index((2, 0, 2, 3))] - log_z) / n
+    torch.testing.assert_close(out.loss, expected)
+    assert torch.equal(teacher.upos, batch.upos)  # the decoder saw the batch's tags
+    with pytest.raises(ValueError, match="decode"):
+        KLToTeacher(lambda b: teacher(b), tree="decoder")(ParserOutput(TreeCRF(scores, batch.lengths)), batch)
