@@ -40,3 +40,23 @@ def test_ud_harmony_consistency_columns_on_a_sentence():
     assert arcs[left] == {(d, h) for d in function for h in content if h < d}
     assert arcs[right] == {(d, h) for d in function for h in content if h > d}
     assert features.counts[0, left] == features.counts[0, right] == 3
+
+
+def test_ud_clauses_is_ud_harmony_plus_one_clause_consistency_constraint():
+    clauses = load_constraints("ud_clauses", NAMES)
+    harmony = load_constraints("ud_harmony", NAMES)
+    assert len(clauses) == len(harmony) + 1 == 25
+    assert clauses.constraints[: len(harmony)] == harmony.constraints
+    (added,) = clauses.constraints[len(harmony) :]
+    assert added.consistent and not added.pooled and added.weight == 0.1
+    assert added.child == ("VERB",) and added.parent == ("VERB", "ADJ")
+    # one more (left, right) pair: VERB children of VERB or ADJ heads, on "VERB ADJ NOUN VERB"
+    tags = ["VERB", "ADJ", "NOUN", "VERB"]
+    upos = torch.tensor([[2] + [NAMES.index(t) for t in tags]])
+    features = clauses.features(upos, torch.tensor([4]))
+    left, right = clauses.consistency_columns.tolist()[-1]
+    fired = {(k, d, h) for (_, d, h), k in zip(features.arc_index.tolist(), features.feature_ids.tolist())}
+    verbs, governors = {1, 4}, {1, 2, 4}
+    assert {(d, h) for k, d, h in fired if k == left} == {(d, h) for d in verbs for h in governors if h < d}
+    assert {(d, h) for k, d, h in fired if k == right} == {(d, h) for d in verbs for h in governors if h > d}
+    assert features.counts[0, left] == 2

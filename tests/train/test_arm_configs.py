@@ -11,6 +11,7 @@ from parser.config import config_dir
 from tests.train.test_config import _compose
 
 TREEBANKS = ("en_ewt", "de_gsd", "fi_tdt", "fr_gsd", "ar_padt")
+ABSENT = "<absent>"  # the key is not in the base family's config
 
 # family, base family, {dotted key: (value in the family, value in the base)}, has a sweep file
 FAMILIES = [
@@ -22,6 +23,12 @@ FAMILIES = [
      {"model.distance_prior_exempt": (["PUNCT"], [])}, True),
     ("ge_alone_harmony_long", "ge_alone_harmony",
      {"objective.terms.entropy.weight": (0.3, 0.1), "trainer.max_steps": (2400, 1200)}, False),
+    ("ge_alone_clauses", "ge_alone_harmony",
+     {"objective.terms.ge.constraints": ("ud_clauses", "ud_harmony"), "model.projective": (True, False),
+      "model.attach_to_units": (["PUNCT", "CCONJ"], [])}, True),
+    ("ge_alone_selftrain_decoder", "ge_alone_selftrain",
+     {"objective.terms.kl.tree": ("decoder", ABSENT), "model.projective": (True, False),
+      "model.attach_to_units": (["PUNCT", "CCONJ"], [])}, False),
 ]  # fmt: skip
 
 
@@ -29,7 +36,7 @@ def _pop(container: dict, dotted: str):
     *parents, last = dotted.split(".")
     for key in parents:
         container = container[key]
-    return container.pop(last)
+    return container.pop(last, ABSENT)
 
 
 @pytest.mark.parametrize(("family", "base", "changes", "swept"), FAMILIES, ids=[f[0] for f in FAMILIES])
