@@ -25,7 +25,7 @@ FAMILIES = [
      {"objective.terms.entropy.weight": (0.3, 0.1), "trainer.max_steps": (2400, 1200)}, False),
     ("ge_alone_clauses", "ge_alone_harmony",
      {"objective.terms.ge.constraints": ("ud_clauses", "ud_harmony"), "model.projective": (True, False),
-      "model.attach_to_units": (["PUNCT", "CCONJ"], [])}, True),
+      "model.attach_to_units": (["PUNCT", "CCONJ"], []), "objective.terms.entropy.weight": (0.3, 0.1)}, True),
     ("ge_alone_selftrain_decoder", "ge_alone_selftrain",
      {"objective.terms.kl.tree": ("decoder", ABSENT), "model.projective": (True, False),
       "model.attach_to_units": (["PUNCT", "CCONJ"], [])}, False),
