@@ -4,7 +4,7 @@ Decoding only (no distribution): the tree CRF stays non-projective, and ``eisner
 alternative to the maximum spanning tree for a model whose scores spread mass over crossing arcs.
 A model trained without trees (GE) puts 14% of its predicted arcs into crossings on EWT dev where
 gold has 0.4%; restricting its best tree to projective ones is a structural prior that 99% of UD
-arcs satisfy (experiments/results/ge_alone_projective.md).
+arcs satisfy (experiments/results/ge_alone_clauses.md).
 
 Chart over positions ``0..N`` (0 = ROOT), spans ``[i, j]`` with ``j = i + width``, one width at a
 time, every span of that width and every sentence of the batch in one tensor operation:

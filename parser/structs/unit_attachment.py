@@ -9,7 +9,7 @@ tree over the other words, the two units a mark separates are the two ends of th
 that passes over it, and the unit it belongs to is that arc's dependent end (the following
 conjunct, the subordinated unit); a mark no arc passes over (sentence-final punctuation) is
 attached to the root word, the highest node. As a rule on gold trees this reproduces 91% of the
-punct and 98% of the cc attachments of EWT dev (experiments/results/ge_alone_projective.md).
+punct and 98% of the cc attachments of EWT dev (experiments/results/ge_alone_clauses.md).
 
 ``attach_to_units`` applies it to decoded heads: words of the chosen tags first become leaves
 (their children move up to the nearest ancestor that is not one of them, as UD's function words
