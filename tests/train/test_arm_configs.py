@@ -26,6 +26,8 @@ FAMILIES = [
     ("ge_alone_clauses", "ge_alone_harmony",
      {"objective.terms.ge.constraints": ("ud_clauses", "ud_harmony"), "model.projective": (True, False),
       "model.attach_to_units": (["PUNCT", "CCONJ"], []), "objective.terms.entropy.weight": (0.3, 0.1)}, True),
+    ("ge_alone_harmony_decoded", "ge_alone_harmony",
+     {"model.projective": (True, False), "model.attach_to_units": (["PUNCT", "CCONJ"], [])}, False),
     ("ge_alone_selftrain_decoder", "ge_alone_selftrain",
      {"objective.terms.kl.tree": ("decoder", ABSENT), "model.projective": (True, False),
       "model.attach_to_units": (["PUNCT", "CCONJ"], [])}, False),
