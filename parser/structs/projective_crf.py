@@ -26,6 +26,7 @@ from parser.structs.laplacian import arc_mask
 from parser.structs.log_elimination import logsumexp_safe
 from parser.structs.mst import check_scores_and_lengths
 from parser.structs.projective import eisner
+from parser.structs.tree_crf import sparse_expectation
 
 __all__ = ["ProjectiveTreeCRF", "is_projective"]
 
@@ -93,10 +94,7 @@ class ProjectiveTreeCRF:
 
     def expect_sparse(self, arc_index: Tensor, feature_ids: Tensor, values: Tensor, n_features: int) -> Tensor:
         """E[features] ``[B, n_features]`` from sparse ``(b, dep, head)`` rows (as ``TreeCRF``)."""
-        probs = self.arc_marginals[tuple(arc_index.t())]
-        out = torch.zeros(self.scores.shape[0], n_features, dtype=values.dtype, device=values.device)
-        flat = arc_index[:, 0] * n_features + feature_ids
-        return out.reshape(-1).index_add(0, flat, probs.to(values.dtype) * values).reshape(out.shape)
+        return sparse_expectation(self.arc_marginals, arc_index, feature_ids, values, n_features)
 
     def entropy(self) -> Tensor:
         """``[B]`` Shannon entropy ``log Z - E[score]`` (nats)."""

@@ -480,10 +480,7 @@ class TreeCRF(Distribution):
         ``values [K]`` float. Entries on non-arcs contribute 0; duplicates add up."""
         self._check_sparse(arc_index, feature_ids, values, n_features)
         source = self.arc_marginals if arc_index.shape[1] == 3 else self.marginals
-        probs = source[tuple(arc_index.t())]
-        out = torch.zeros(self.scores.shape[0], n_features, dtype=values.dtype, device=values.device)
-        flat = arc_index[:, 0] * n_features + feature_ids
-        return out.reshape(-1).index_add(0, flat, probs.to(values.dtype) * values).reshape(out.shape)
+        return sparse_expectation(source, arc_index, feature_ids, values, n_features)
 
     def _check_sparse(self, arc_index, feature_ids, values, n_features) -> None:
         width = 4 if self.labeled else 3
@@ -581,6 +578,16 @@ class TreeCRF(Distribution):
             pair = pair.index_copy(0, bad, exact)
         finite = torch.isfinite(self._partition[0])[:, None, None, None, None]
         return torch.where(finite, pair, torch.zeros_like(pair)).to(self.scores.dtype)
+
+
+def sparse_expectation(marginals: Tensor, arc_index: Tensor, feature_ids: Tensor, values: Tensor,
+                       n_features: int) -> Tensor:
+    """``[B, n_features]``: the marginals at ``arc_index`` rows (``(b, dep, head[, label])``) times
+    ``values``, summed per sentence and feature (shared by the tree distributions)."""
+    probs = marginals[tuple(arc_index.t())]
+    out = torch.zeros(marginals.shape[0], n_features, dtype=values.dtype, device=values.device)
+    flat = arc_index[:, 0] * n_features + feature_ids
+    return out.reshape(-1).index_add(0, flat, probs.to(values.dtype) * values).reshape(out.shape)
 
 
 @register_kl(TreeCRF, TreeCRF)
