@@ -1,7 +1,8 @@
 """Best projective tree: Eisner's (1996) O(n^3) dynamic program, batched over sentences.
 
-Decoding only (no distribution): the tree CRF stays non-projective, and ``eisner`` is the
-alternative to the maximum spanning tree for a model whose scores spread mass over crossing arcs.
+``eisner`` decodes; the same chart in the log semiring is the inside algorithm of
+:class:`parser.structs.projective_crf.ProjectiveTreeCRF` (``chart``, ``chart_arcs`` and
+``root_totals`` serve both). ``eisner`` is the alternative to the maximum spanning tree for a model whose scores spread mass over crossing arcs.
 A model trained without trees (GE) puts 14% of its predicted arcs into crossings on EWT dev where
 gold has 0.4%; restricting its best tree to projective ones is a structural prior that 99% of UD
 arcs satisfy (experiments/results/ge_alone_clauses.md).
@@ -9,8 +10,8 @@ arcs satisfy (experiments/results/ge_alone_clauses.md).
 Chart over positions ``0..N`` (0 = ROOT), spans ``[i, j]`` with ``j = i + width``, one width at a
 time, every span of that width and every sentence of the batch in one tensor operation:
 
-- ``incomplete[.., i, j, RIGHT]``: arc ``i -> j`` plus whatever lies between; ``LEFT``: ``j -> i``;
-- ``complete[.., i, j, RIGHT]``: ``i`` heads the whole span, ``j`` has no dependent beyond it;
+- incomplete ``[i, j]``, ``RIGHT``: arc ``i -> j`` plus whatever lies between; ``LEFT``: ``j -> i``;
+- complete ``[i, j]``, ``RIGHT``: ``i`` heads the whole span, ``j`` has no dependent beyond it;
   ``LEFT``: ``j`` heads it.
 
 Single root: ROOT takes part in no span; the root word ``r`` heads ``[1, r]`` to its left and
@@ -26,7 +27,7 @@ from torch import Tensor
 
 from parser.structs.mst import check_scores_and_lengths
 
-__all__ = ["eisner"]
+__all__ = ["chart", "chart_arcs", "eisner", "root_totals"]
 
 LEFT, RIGHT = 0, 1
 NEG_INF = float("-inf")
@@ -44,61 +45,102 @@ def eisner(scores: Tensor, lengths: Tensor, *, single_root: bool) -> Tensor:
     lengths = lengths.to(device=scores.device, dtype=torch.long)
     if size == 1:  # no sentence has a word
         return torch.zeros(batch, size, dtype=torch.long, device=scores.device)
-    # arc[b, h, d]: score of h -> d; ROOT never a dependent, no self-loops, ROOT arcs out of the
-    # chart when single-rooted (they are added at the end).
-    arc = scores.detach().to(torch.float64).transpose(1, 2).clone()
-    arc[:, :, 0] = NEG_INF
-    arc.diagonal(dim1=1, dim2=2).fill_(NEG_INF)
+    scores = scores.detach().to(torch.float64)
+    complete, splits = chart(chart_arcs(scores, single_root=single_root), _max)
     if single_root:
-        arc[:, 0, :] = NEG_INF
-    complete = scores.new_full((batch, size, size, 2), NEG_INF, dtype=torch.float64)
-    incomplete = torch.full_like(complete, NEG_INF)
-    complete.diagonal(dim1=1, dim2=2).fill_(0.0)
-    split_complete = torch.zeros(batch, size, size, 2, dtype=torch.long, device=scores.device)
-    split_incomplete = torch.zeros_like(split_complete)
-    for width in range(1, size):
-        starts = torch.arange(size - width, device=scores.device)
-        ends = starts + width
-        between = starts[:, None] + torch.arange(width, device=scores.device)  # r in [i, j)
-        # Two facing complete halves [i, r] and [r + 1, j], then the arc between i and j.
-        halves = complete[:, starts[:, None], between, RIGHT] + complete[:, between + 1, ends[:, None], LEFT]
-        best, where = halves.max(-1)
-        incomplete[:, starts, ends, RIGHT] = best + arc[:, starts, ends]
-        incomplete[:, starts, ends, LEFT] = best + arc[:, ends, starts]
-        split_incomplete[:, starts, ends, RIGHT] = starts + where
-        split_incomplete[:, starts, ends, LEFT] = starts + where
-        # Complete left: [i, r] complete LEFT + [r, j] incomplete LEFT, r in [i, j).
-        left = complete[:, starts[:, None], between, LEFT] + incomplete[:, between, ends[:, None], LEFT]
-        best, where = left.max(-1)
-        complete[:, starts, ends, LEFT] = best
-        split_complete[:, starts, ends, LEFT] = starts + where
-        # Complete right: [i, r] incomplete RIGHT + [r, j] complete RIGHT, r in (i, j].
-        after = between + 1
-        right = incomplete[:, starts[:, None], after, RIGHT] + complete[:, after, ends[:, None], RIGHT]
-        best, where = right.max(-1)
-        complete[:, starts, ends, RIGHT] = best
-        split_complete[:, starts, ends, RIGHT] = starts + 1 + where
-    roots = _root_words(scores, complete, lengths, single_root)
-    heads = _backtrack(split_complete.cpu(), split_incomplete.cpu(), roots, lengths.cpu(), size, single_root)
+        best, root = root_totals(complete, scores, lengths).max(-1)
+        _check_finite(best.masked_fill(lengths == 0, 0.0))  # no word: the empty tree
+        roots = root + 1
+    else:
+        _check_finite(complete[torch.arange(batch, device=scores.device), 0, lengths, RIGHT])  # [0, n]
+        roots = None
+    split_complete, split_incomplete = (table.cpu() for table in splits)
+    heads = _backtrack(split_complete, split_incomplete, roots, lengths.cpu(), size, single_root)
     return heads.to(scores.device)
 
 
-def _root_words(scores: Tensor, complete: Tensor, lengths: Tensor, single_root: bool) -> Tensor | None:
-    """Single root: ``[B]`` the root word of each best tree (its score must be finite)."""
-    if not single_root:
-        total = complete[torch.arange(len(lengths), device=lengths.device), 0, lengths, RIGHT]
-        _check_finite(total)
-        return None
+def chart_arcs(scores: Tensor, *, single_root: bool) -> Tensor:
+    """``[B, head, dep]`` arc scores for the chart: ROOT is never a dependent, no self-loops, and
+    when single-rooted ROOT's arcs stay out of the chart (:func:`root_totals` adds them)."""
+    size = scores.shape[1]
+    node = torch.arange(size, device=scores.device)
+    allowed = (node[None, :] != 0) & (node[:, None] != node[None, :])  # [head, dep]
+    if single_root:
+        allowed = allowed & (node[:, None] != 0)
+    return scores.transpose(1, 2).masked_fill(~allowed, NEG_INF)
+
+
+def _max(values: Tensor) -> tuple[Tensor, Tensor]:
+    return values.max(-1)
+
+
+def chart(arc: Tensor, reduce) -> tuple[Tensor, tuple[Tensor, Tensor] | None]:
+    """Eisner's chart over ``arc [B, head, dep]``, every span of a width at once.
+
+    ``reduce(x [B, spans, splits]) -> (values [B, spans], best split or None)``: max (the best
+    tree, with split points to backtrack) or log-sum-exp (the inside algorithm). Span values are
+    kept in lists per width, each ``[B, start]``, so every step is out of place and autograd's
+    backward does not copy the whole chart once per width.
+    Returns ``complete [B, start, width, side]`` and, when ``reduce`` gives split points,
+    ``(split_complete, split_incomplete)`` long ``[B, i, j, side]`` (spans by their two ends).
+    """
+    batch, size = arc.shape[0], arc.shape[1]
+    device = arc.device
+    none = arc.new_full((batch, size), NEG_INF)
+    comp_left, comp_right = [torch.zeros_like(none)], [torch.zeros_like(none)]
+    inc_left, inc_right = [none], [none]
+    split_complete = split_incomplete = None
+    for width in range(1, size):
+        count = size - width
+        starts = torch.arange(count, device=device)
+        splits = torch.arange(width, device=device)
+        left_done, right_done = torch.stack(comp_left, -1), torch.stack(comp_right, -1)  # [B, S, width]
+        # Incomplete [i, j]: [i, i + k] headed by i and [i + k + 1, j] headed by j, then the arc.
+        halves = right_done[:, :count, :] + left_done[:, starts[:, None] + splits + 1, (width - 1 - splits)[None, :]]
+        between, where_inc = reduce(halves)  # [B, count]
+        inc_right.append(_pad(between + arc[:, starts, starts + width], size))  # i -> j
+        inc_left.append(_pad(between + arc[:, starts + width, starts], size))  # j -> i
+        incomplete_left, incomplete_right = torch.stack(inc_left, -1), torch.stack(inc_right, -1)
+        # Complete [i, j] headed by j: [i, i + k] complete + [i + k, j] incomplete, k in [0, width).
+        left = left_done[:, :count, :] + incomplete_left[:, starts[:, None] + splits, (width - splits)[None, :]]
+        best, where_left = reduce(left)
+        comp_left.append(_pad(best, size))
+        # Complete [i, j] headed by i: [i, i + k] incomplete + [i + k, j] complete, k in (0, width].
+        reach = splits + 1
+        right = (incomplete_right[:, starts[:, None], reach[None, :]]
+                 + right_done[:, starts[:, None] + reach, (width - reach)[None, :]])
+        best, where_right = reduce(right)
+        comp_right.append(_pad(best, size))
+        if where_inc is not None:
+            if split_complete is None:
+                split_complete = torch.zeros(batch, size, size, 2, dtype=torch.long, device=device)
+                split_incomplete = torch.zeros_like(split_complete)
+            ends = starts + width
+            split_incomplete[:, starts, ends, RIGHT] = starts + where_inc
+            split_incomplete[:, starts, ends, LEFT] = starts + where_inc
+            split_complete[:, starts, ends, LEFT] = starts + where_left
+            split_complete[:, starts, ends, RIGHT] = starts + 1 + where_right
+    complete = torch.stack([torch.stack(comp_left, -1), torch.stack(comp_right, -1)], -1)
+    return complete, None if split_complete is None else (split_complete, split_incomplete)
+
+
+def _pad(values: Tensor, size: int) -> Tensor:
+    """``[B, count]`` -> ``[B, size]`` with -inf at the starts a span of this width cannot have."""
+    return torch.cat([values, values.new_full((values.shape[0], size - values.shape[1]), NEG_INF)], 1)
+
+
+def root_totals(complete: Tensor, scores: Tensor, lengths: Tensor) -> Tensor:
+    """Single root: ``[B, N]`` the chart's total for each root word ``r`` (``[1, r]`` headed by
+    ``r`` on its left, ``[r, n]`` on its right, plus ``scores[b, r, 0]``); -inf past the sentence.
+    ``complete`` is indexed ``[B, start, width, side]``."""
     batch, size = scores.shape[0], scores.shape[1]
     words = torch.arange(1, size, device=scores.device)
     rows = torch.arange(batch, device=scores.device)[:, None]
-    heads_left = complete[:, 1, words, LEFT]  # [B, N]: r heads [1, r] (0 for r = 1, the diagonal)
-    heads_right = complete[rows, words[None, :], lengths[:, None], RIGHT]  # r heads [r, n]
-    total = heads_left + heads_right + scores.detach().to(torch.float64)[:, 1:, 0]
-    total = total.masked_fill(words[None, :] > lengths[:, None], NEG_INF)
-    best, root = total.max(-1)
-    _check_finite(best.masked_fill(lengths == 0, 0.0))  # no word: the empty tree
-    return root + 1
+    heads_left = complete[:, 1, words - 1, LEFT]  # r heads [1, r] (width r - 1; 0 for r = 1)
+    right_width = (lengths[:, None] - words[None, :]).clamp(min=0)
+    heads_right = complete[rows, words[None, :], right_width, RIGHT]  # r heads [r, n]
+    total = heads_left + heads_right + scores[:, 1:, 0]
+    return total.masked_fill(words[None, :] > lengths[:, None], NEG_INF)
 
 
 def _check_finite(total: Tensor) -> None:

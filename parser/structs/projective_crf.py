@@ -25,8 +25,8 @@ from torch import Tensor
 from parser.structs.laplacian import arc_mask
 from parser.structs.log_elimination import logsumexp_safe
 from parser.structs.mst import check_scores_and_lengths
-from parser.structs.projective import eisner
-from parser.structs.tree_crf import sparse_expectation
+from parser.structs.projective import RIGHT, chart, chart_arcs, eisner, root_totals
+from parser.structs.tree_crf import _cached, sparse_expectation
 
 __all__ = ["ProjectiveTreeCRF", "is_projective"]
 
@@ -45,48 +45,48 @@ class ProjectiveTreeCRF:
         self.scores = scores
         self.lengths = lengths.to(device=scores.device, dtype=torch.long)
         self.single_root = bool(single_root)
-        self._cache: dict[str, Tensor] = {}
 
-    @property
+    @_cached
     def arc_mask(self) -> Tensor:
         """``[B, dep, head]`` bool: real arcs."""
         return arc_mask(self.lengths, self.scores.shape[1])
 
-    @property
+    @_cached
     def arc_scores(self) -> Tensor:
         """``[B, dep, head]`` scores, -inf off arcs."""
         return self.scores.masked_fill(~self.arc_mask, NEG_INF)
 
+    @_cached
     def _inside(self) -> tuple[Tensor, Tensor]:
         """``(log Z [B] float64, the float64 arc scores it is a function of)``."""
-        if "log_z" not in self._cache:
+        # The marginals are a gradient: without a graph, autograd gets a leaf of its own (made
+        # outside inference mode, which autograd cannot record).
+        with torch.inference_mode(False), torch.enable_grad():
             scores64 = self.arc_scores.to(torch.float64)
-            if not scores64.requires_grad:  # the marginals are a gradient: give autograd a leaf
-                scores64 = scores64.detach().requires_grad_()
-            with torch.enable_grad():
-                self._cache["log_z"] = inside(scores64, self.lengths, single_root=self.single_root)
-            self._cache["scores64"] = scores64
-        return self._cache["log_z"], self._cache["scores64"]
+            if not scores64.requires_grad:
+                scores64 = scores64.clone().requires_grad_()
+            return inside(scores64, self.lengths, single_root=self.single_root), scores64
 
     @property
     def log_partition(self) -> Tensor:
         """``[B]`` log Z (-inf where no projective tree has a finite score)."""
-        log_z, _ = self._inside()
+        log_z, _ = self._inside
         return (log_z if self.scores.requires_grad else log_z.detach()).to(self.scores.dtype)
+
+    @_cached
+    def _marginals64(self) -> Tensor:
+        log_z, scores64 = self._inside
+        graph = self.scores.requires_grad and torch.is_grad_enabled()
+        finite = torch.isfinite(log_z)
+        with torch.inference_mode(False), torch.enable_grad():
+            (grad,) = torch.autograd.grad(log_z.masked_fill(~finite, 0.0).sum(), scores64, create_graph=graph)
+        grad = torch.where(self.arc_mask & finite[:, None, None], grad, torch.zeros_like(grad))
+        return grad if graph else grad.detach()
 
     @property
     def arc_marginals(self) -> Tensor:
         """``[B, dep, head]`` p(head(dep) = head) over projective trees; 0 off arcs."""
-        if "marginals" not in self._cache:
-            log_z, scores64 = self._inside()
-            graph = self.scores.requires_grad and torch.is_grad_enabled()
-            finite = torch.isfinite(log_z)
-            with torch.enable_grad():
-                (grad,) = torch.autograd.grad(log_z.masked_fill(~finite, 0.0).sum(), scores64,
-                                              create_graph=graph)
-            grad = torch.where(self.arc_mask & finite[:, None, None], grad, torch.zeros_like(grad))
-            self._cache["marginals"] = grad if graph else grad.detach()
-        return self._cache["marginals"].to(self.scores.dtype)
+        return self._marginals64.to(self.scores.dtype)
 
     @property
     def marginals(self) -> Tensor:
@@ -127,50 +127,17 @@ class ProjectiveTreeCRF:
 
 
 def inside(arc_scores: Tensor, lengths: Tensor, *, single_root: bool) -> Tensor:
-    """``[B]`` log Z over projective trees of ``arc_scores [B, dep, head]`` (-inf off arcs)."""
-    batch, size = arc_scores.shape[0], arc_scores.shape[1]
-    device = arc_scores.device
-    arc = arc_scores.transpose(1, 2)  # [b, head, dep]
-    if single_root:
-        arc = torch.cat([torch.full_like(arc[:, :1], NEG_INF), arc[:, 1:]], 1)  # ROOT picks its word last
-    none = arc.new_full((batch, size), NEG_INF)
-    # Chart lists indexed by width, each [B, start]: complete (left-, right-headed) and incomplete.
-    comp_left, comp_right = [arc.new_zeros(batch, size)], [arc.new_zeros(batch, size)]
-    inc_left, inc_right = [none], [none]
-    for width in range(1, size):
-        count = size - width
-        starts = torch.arange(count, device=device)
-        splits = torch.arange(width, device=device)
-        left_done, right_done = torch.stack(comp_left, -1), torch.stack(comp_right, -1)  # [B, S, width]
-        # Incomplete [i, j]: [i, i + k] headed by i and [i + k + 1, j] headed by j, then the arc.
-        halves = right_done[:, :count, :] + left_done[:, starts[:, None] + splits + 1, (width - 1 - splits)[None, :]]
-        between = logsumexp_safe(halves, -1)  # [B, count]
-        inc_right.append(_pad(between + arc[:, starts, starts + width], size))  # i -> j
-        inc_left.append(_pad(between + arc[:, starts + width, starts], size))  # j -> i
-        incomplete_left, incomplete_right = torch.stack(inc_left, -1), torch.stack(inc_right, -1)
-        # Complete [i, j] headed by j: [i, i + k] complete + [i + k, j] incomplete, k in [0, width).
-        left = left_done[:, :count, :] + incomplete_left[:, starts[:, None] + splits, (width - splits)[None, :]]
-        comp_left.append(_pad(logsumexp_safe(left, -1), size))
-        # Complete [i, j] headed by i: [i, i + k] incomplete + [i + k, j] complete, k in (0, width].
-        reach = splits + 1
-        right = incomplete_right[:, starts[:, None], reach[None, :]] + right_done[:, starts[:, None] + reach, (width - reach)[None, :]]
-        comp_right.append(_pad(logsumexp_safe(right, -1), size))
-    left_done, right_done = torch.stack(comp_left, -1), torch.stack(comp_right, -1)  # [B, start, width]
-    rows = torch.arange(batch, device=device)
+    """``[B]`` log Z over projective trees of ``arc_scores [B, dep, head]`` (-inf off arcs): Eisner's
+    chart (:func:`parser.structs.projective.chart`) in the log semiring."""
+    complete, _ = chart(chart_arcs(arc_scores, single_root=single_root), _logsumexp)
     if not single_root:
-        return right_done[rows, 0, lengths]
-    words = torch.arange(1, size, device=device)
-    on_left = left_done[:, 1, words - 1]  # [1, r] headed by r
-    right_width = (lengths[:, None] - words[None, :]).clamp(min=0)
-    on_right = right_done[rows[:, None], words[None, :], right_width]  # [r, n] headed by r
-    total = on_left + on_right + arc_scores[:, 1:, 0]
-    total = total.masked_fill(words[None, :] > lengths[:, None], NEG_INF)
-    return logsumexp_safe(total, -1).masked_fill(lengths == 0, 0.0)
+        return complete[torch.arange(arc_scores.shape[0], device=arc_scores.device), 0, lengths, RIGHT]
+    totals = root_totals(complete, arc_scores, lengths)
+    return logsumexp_safe(totals, -1).masked_fill(lengths == 0, 0.0)
 
 
-def _pad(values: Tensor, size: int) -> Tensor:
-    """``[B, count]`` -> ``[B, size]`` with -inf at the starts a span of this width cannot have."""
-    return torch.cat([values, values.new_full((values.shape[0], size - values.shape[1]), NEG_INF)], 1)
+def _logsumexp(values: Tensor) -> tuple[Tensor, None]:
+    return logsumexp_safe(values, -1), None
 
 
 def is_projective(heads: Tensor, lengths: Tensor) -> Tensor:
