@@ -82,16 +82,19 @@ def arc_pair_marginals(factors: LaplacianFactors, marginals: Tensor, first: Tens
     b, dep_e, head_e = first.unbind(1)
     _, dep_f, head_f = second.unbind(1)
     mu_e, mu_f = marginals[b, dep_e, head_e], marginals[b, dep_f, head_f]
-    cross = _arc_row_entries(factors, b, dep_e, head_e, dep_f) * _arc_row_entries(factors, b, dep_f, head_f, dep_e)
+    rows = _row_vectors(factors.inverse, single_root=factors.single_root)
+    cross = (_arc_row_entries(factors.weights, rows, b, dep_e, head_e, dep_f)
+             * _arc_row_entries(factors.weights, rows, b, dep_f, head_f, dep_e))
     pair = mu_e * mu_f - cross
     same_dep = dep_e == dep_f  # one word, two heads: never both; the same arc: its marginal
     return torch.where(same_dep, torch.where(head_e == head_f, mu_e, torch.zeros_like(pair)), pair)
 
 
-def _arc_row_entries(factors: LaplacianFactors, b: Tensor, dep: Tensor, head: Tensor, y: Tensor) -> Tensor:
-    """``X[(dep, head), y]`` of :func:`arc_rows` at K points ``[K]``: O(K) from the inverse."""
-    rows_dep, rows_head, root_rows = _row_vectors(factors.inverse, single_root=factors.single_root)
-    weight = factors.weights[b, dep, head]
+def _arc_row_entries(weights: Tensor, rows: tuple[Tensor, Tensor, Tensor], b: Tensor, dep: Tensor,
+                     head: Tensor, y: Tensor) -> Tensor:
+    """``X[(dep, head), y]`` of :func:`arc_rows` at K points ``[K]``, from the rows of ``B`` that
+    :func:`_row_vectors` picks: O(K)."""
+    rows_dep, rows_head, root_rows = rows
     word = rows_dep[b, dep - 1, y - 1] - rows_head[b, (head - 1).clamp(min=0), y - 1]
     root = root_rows[b, dep - 1, y - 1]
-    return weight * torch.where(head == 0, root, word)
+    return weights[b, dep, head] * torch.where(head == 0, root, word)

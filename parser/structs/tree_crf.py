@@ -369,8 +369,17 @@ class TreeCRF(Distribution):
                 return decode(self.arc_scores, self.lengths, single_root=self.single_root)
             best, labels = self.labeled_scores.max(-1)
             heads = decode(best, self.lengths, single_root=self.single_root)
-            labels = labels.gather(2, heads[:, :, None]).squeeze(2)
-            return heads, labels.masked_fill(~word_mask(self.lengths, heads.shape[1]), 0)
+            return heads, self._on_arcs(labels, heads)
+
+    def arc_labels(self, heads: Tensor) -> Tensor:
+        """``[B, N+1]`` each word's best label on its arc in ``heads`` (labeled CRFs; 0 off words)."""
+        with torch.no_grad():
+            return self._on_arcs(self.labeled_scores.argmax(-1), heads)
+
+    def _on_arcs(self, labels: Tensor, heads: Tensor) -> Tensor:
+        """``labels [B, dep, head]`` read at each word's head; 0 off words."""
+        picked = labels.gather(2, heads.clamp(min=0)[:, :, None]).squeeze(2)
+        return picked.masked_fill(~word_mask(self.lengths, heads.shape[1]), 0)
 
     def sample(self, n: int | torch.Size = 1, *, generator: torch.Generator | None = None):
         """``n`` exact samples ``[n, B, N+1]`` (``(heads, labels)`` when labeled)."""

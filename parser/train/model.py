@@ -18,7 +18,6 @@ from parser.constraints.spec import UPOS_TAGS
 from parser.data.batch import Batch
 from parser.data.vocab import Vocab
 from parser.models import build_scorer, scorer_options, to_output
-from parser.structs.laplacian import word_mask
 from parser.structs.parser_output import ParserOutput
 from parser.structs.unit_attachment import attach_to_units
 
@@ -78,11 +77,8 @@ class ParserModel(nn.Module):
                 raise ValueError("ParserModel.decode: attach_to_units needs the batch's UPOS (upos=)")
             marked = torch.isin(upos, torch.tensor(self.unit_tags, device=upos.device))
             heads = attach_to_units(heads, out.dist.lengths, marked)
-        if isinstance(best, tuple):
-            if not self.unit_tags:
-                return best
-            labels = out.dist.labeled_scores.argmax(-1).gather(2, heads[:, :, None]).squeeze(2)
-            return heads, labels.masked_fill(~word_mask(out.dist.lengths, heads.shape[1]), 0)
+        if isinstance(best, tuple):  # joint labels: the best label on each (possibly moved) arc
+            return (best if not self.unit_tags else (heads, out.dist.arc_labels(heads)))
         if out.label_scores is None:
             return heads, None
         index = heads.clamp(min=0)[..., None, None].expand(*heads.shape, 1, out.label_scores.shape[-1])

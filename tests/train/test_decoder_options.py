@@ -85,3 +85,26 @@ def test_projective_crf_trains_with_ge(tmp_path):
     predict_file(tmp_path / "checkpoints" / "best.pt", FIXTURE, predicted)
     for heads in read_heads(predicted):
         assert bool(is_projective(torch.tensor([[0, *heads]]), torch.tensor([len(heads)]))[0])
+
+
+def test_joint_labels_follow_re_attached_arcs():
+    from torch import nn
+
+    from parser.structs import TreeCRF
+    from parser.structs.parser_output import ParserOutput
+    from parser.train.model import ParserModel
+
+    gen = torch.Generator().manual_seed(2)
+    lengths = torch.tensor([6, 4])
+    scores = torch.randn(2, 7, 7, 5, generator=gen)
+    upos = torch.tensor([[2, 3, 9, 3, 3, 9, 3], [2, 3, 3, 9, 3, 0, 0]])  # 9: the re-attached tag
+    model = ParserModel(nn.Identity(), labels="joint", single_root=True, projective=True, unit_tags=(9,))
+    dist = TreeCRF(scores, lengths)
+    heads, labels = model.decode(ParserOutput(dist=dist), upos=upos)
+    plain, _ = dist.argmax(projective=True)
+    assert torch.equal(heads, attach_to_units(plain, lengths, upos == 9))
+    assert not torch.equal(heads, plain)  # the rule moved some arc, so the labels had to follow
+    for b, n in enumerate(lengths.tolist()):
+        for d in range(1, n + 1):
+            assert labels[b, d] == scores[b, d, heads[b, d]].argmax()
+    assert (labels[1, 5:] == 0).all()
