@@ -150,10 +150,21 @@ def _run(args: dict) -> str:
         device=args["device"], tokens_per_batch=int(args["tokens_per_batch"]),
         on_invalid=args["on_invalid"], tagger=args["tagger"],
         retag=parse_bool(args["retag"], option="retag"),
-        projective=None if args["projective"] is None else parse_bool(args["projective"], option="projective"),
-        attach_to_units=tag_list(args["attach_to_units"]),
+        **decoder_overrides(args),
     )
     return f"parsed {count} sentences -> {args['output']}"
+
+
+def decoder_overrides(args: dict) -> dict:
+    """``projective=`` and ``attach_to_units=`` of a CLI as ``predict_file`` keywords (None: keep
+    the checkpoint's setting)."""
+    from parser.train.cli_args import parse_bool
+
+    projective = args["projective"]
+    return {
+        "projective": None if projective is None else parse_bool(projective, option="projective"),
+        "attach_to_units": tag_list(args["attach_to_units"]),
+    }
 
 
 def tag_list(value: str | None) -> list[str] | None:

@@ -81,8 +81,7 @@ def evaluate(args: dict) -> tuple[dict, Path]:
 
 def _predict(args: dict) -> tuple[Path, Path]:
     from parser.data.paths import resolve_ud_root, treebank_file
-    from parser.predict import predict_file, tag_list
-    from parser.train.cli_args import parse_bool
+    from parser.predict import decoder_overrides, predict_file
     from parser.train.user_files import input_file, output_dir
 
     checkpoint = Path(args["checkpoint"]).expanduser()
@@ -100,9 +99,7 @@ def _predict(args: dict) -> tuple[Path, Path]:
     pred_path = out_dir / f"{name}{'.tagged' if tagger else ''}.pred.conllu"
     predict_file(checkpoint, gold_path, pred_path, format="conllu", device=args["device"],
                  tokens_per_batch=int(args["tokens_per_batch"]), tagger=tagger,
-                 retag=bool(tagger),
-                 projective=None if args["projective"] is None else parse_bool(args["projective"], option="projective"),
-                 attach_to_units=tag_list(args["attach_to_units"]))
+                 retag=bool(tagger), **decoder_overrides(args))
     return pred_path, gold_path
 
 

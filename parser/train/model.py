@@ -18,6 +18,7 @@ from parser.constraints.spec import UPOS_TAGS
 from parser.data.batch import Batch
 from parser.data.vocab import Vocab
 from parser.models import build_scorer, scorer_options, to_output
+from parser.models.edge_scores import CRF_KINDS
 from parser.structs.parser_output import ParserOutput
 from parser.structs.unit_attachment import attach_to_units
 
@@ -51,6 +52,10 @@ class ParserModel(nn.Module):
         self.scorer = scorer
         self.labels = LabelMode(labels).value
         self.single_root = single_root
+        if crf not in CRF_KINDS:
+            raise ValueError(f"model.crf={crf!r}: expected one of {', '.join(CRF_KINDS)}")
+        if crf == "projective" and self.labels == LabelMode.joint.value:
+            raise ValueError("model.crf=projective models unlabeled arcs: use model.labels=classifier with it")
         self.projective = projective
         self.crf = crf
         self.unit_tags = tuple(unit_tags)  # UPOS ids re-attached after decoding (attach_to_units)

@@ -108,3 +108,16 @@ def test_joint_labels_follow_re_attached_arcs():
         for d in range(1, n + 1):
             assert labels[b, d] == scores[b, d, heads[b, d]].argmax()
     assert (labels[1, 5:] == 0).all()
+
+
+def test_bad_decoder_options_fail_at_start_up(tmp_path, checkpoint):
+    from parser.predict import main as predict_main
+    from parser.train.loop import Trainer
+
+    with pytest.raises(ValueError, match="model.crf='eisner': expected one of matrix_tree, projective"):
+        Trainer(tiny_config("model.crf=eisner"), run_dir=tmp_path / "a")
+    with pytest.raises(ValueError, match="model.crf=projective models unlabeled arcs"):
+        Trainer(tiny_config("model.crf=projective", "model.labels=joint"), run_dir=tmp_path / "b")
+    output = tmp_path / "never.conllu"
+    code = predict_main([f"checkpoint={checkpoint}", f"input={FIXTURE}", f"output={output}", "projective=maybe"])
+    assert code != 0 and not output.exists()
