@@ -25,13 +25,24 @@ def _bare_package(name: str, path: Path) -> None:
 
 def load_baselines():
     """Returns ``(torch_struct.NonProjectiveDependencyCRF, supar MatrixTree)``."""
+    supar_tree = _supar_tree()
+    torch_struct = importlib.import_module("torch_struct")
+    return torch_struct.NonProjectiveDependencyCRF, supar_tree.MatrixTree
+
+
+def load_supar_projective():
+    """Returns SuPar's ``DependencyCRF`` (projective trees: Eisner's inside algorithm)."""
+    return _supar_tree().DependencyCRF
+
+
+def _supar_tree():
+    """``supar.structs.tree`` from ``.bench/``, its parent packages registered as bare namespaces."""
     if not BENCH_DEPS.is_dir():
         raise RuntimeError(
             f"{BENCH_DEPS} missing: run `make bench` (it installs torch-struct 0.5 and supar 1.1.4 there)"
         )
-    sys.path.insert(0, str(BENCH_DEPS))
-    torch_struct = importlib.import_module("torch_struct")
+    if str(BENCH_DEPS) not in sys.path:
+        sys.path.insert(0, str(BENCH_DEPS))
     _bare_package("supar", BENCH_DEPS / "supar")
     _bare_package("supar.utils", BENCH_DEPS / "supar" / "utils")
-    supar_tree = importlib.import_module("supar.structs.tree")
-    return torch_struct.NonProjectiveDependencyCRF, supar_tree.MatrixTree
+    return importlib.import_module("supar.structs.tree")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 
 import torch
-from baselines import BENCH_DEPS, _bare_package
+from baselines import load_supar_projective
 from bench_throughput import ewt_batches
 from common import interleaved_cpu_times, markdown_table, timing_note, write_result
 
@@ -25,16 +25,6 @@ from parser.data.paths import resolve_ud_root, treebank_file
 from parser.structs import TreeCRF
 from parser.structs.projective_crf import ProjectiveTreeCRF
 from parser.structs.unit_attachment import attach_to_units
-
-
-def supar_dependency_crf():
-    import importlib
-
-    if not (BENCH_DEPS / "supar").exists():
-        raise SystemExit(f"{BENCH_DEPS} missing: run `make bench` (it installs supar 1.1.4 there)")
-    _bare_package("supar", BENCH_DEPS / "supar")
-    _bare_package("supar.utils", BENCH_DEPS / "supar" / "utils")
-    return importlib.import_module("supar.structs.tree").DependencyCRF
 
 
 def unit_marks(batches) -> list[torch.Tensor]:
@@ -59,7 +49,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    dependency_crf = supar_dependency_crf()
+    dependency_crf = load_supar_projective()
     batches = ewt_batches(torch.float32)
     marks = unit_marks(batches)
 
