@@ -68,3 +68,14 @@ def brute_expectations(scores, constraints, sentences):
             )
             expected = expected.index_add(0, torch.tensor([j]), (p * per_tree).sum().view(1))
     return expected, counts
+
+
+def divergences(model, target, criterion, eps=1e-6):
+    """``[K]`` the GE penalty of each constraint, written out independently of the objective:
+    ``(t - m)^2`` (squared) or ``KL(Bernoulli(t) || Bernoulli(m))`` with ``m`` clamped to
+    ``[eps, 1 - eps]`` (kl)."""
+    if criterion == "squared":
+        return (target - model) ** 2
+    m = model.clamp(eps, 1 - eps)
+    return (torch.xlogy(target, target) - target * m.log()
+            + torch.xlogy(1 - target, 1 - target) - (1 - target) * (1 - m).log())  # fmt: skip
