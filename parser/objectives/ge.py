@@ -110,6 +110,11 @@ class GeneralizedExpectation:
             features.arc_index, features.feature_ids, features.values.to(dist.scores.dtype), features.n_features
         ).to(torch.float64)
         if features.has_pairs:  # second-order constraints: sums of pairwise marginals
+            if not hasattr(dist, "arc_pair_marginals"):
+                raise ValueError(
+                    f"GeneralizedExpectation: second-order constraints ({self.constraints.source}) need "
+                    f"pairwise marginals, which {type(dist).__name__} does not give (use model.crf=matrix_tree)"
+                )
             both = dist.arc_pair_marginals(features.pair_first, features.pair_second).to(torch.float64)
             flat = features.pair_first[:, 0] * features.n_features + features.pair_feature_ids
             expected = expected.reshape(-1).index_add(0, flat, both).reshape(expected.shape)

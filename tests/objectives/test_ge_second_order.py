@@ -99,3 +99,12 @@ def test_final_punct_target_met_on_a_toy_problem():
         optimiser.step()
     after = objective.proportions(objective.aggregate_of(ParserOutput(TreeCRF(scores.detach(), batch.lengths)), batch))[0]
     assert before[0] < 0.5 and abs(float(after[0]) - 0.95) < 0.03, (before, after)
+
+
+def test_second_order_needs_a_distribution_with_pair_marginals():
+    from parser.structs.projective_crf import ProjectiveTreeCRF
+
+    constraints, batch = setup()
+    out = ParserOutput(ProjectiveTreeCRF(random_scores(LENGTHS, seed=3), batch.lengths))
+    with pytest.raises(ValueError, match="ProjectiveTreeCRF does not give.*model.crf=matrix_tree"):
+        GeneralizedExpectation(constraints)(out, batch)
