@@ -75,15 +75,9 @@ class KLToTeacher:
             best = teacher.argmax(projective=self.tree == "projective")
             heads = best[0] if isinstance(best, tuple) else best
         if self.tree is not None:
-            values = -model.log_prob(heads) if not model.labeled else -_arc_log_prob(model, heads)
+            values = -model.log_prob(heads)  # a labeled CRF sums the tree's labels out
         else:
             values = teacher.kl(model) if self.direction == "forward" else model.kl(teacher)
         loss = per_token(values.sum(), batch)
         return Output(loss, detached(loss=loss, value=loss))
 
-
-def _arc_log_prob(model, heads: torch.Tensor) -> torch.Tensor:
-    """``[B]`` log p(heads) under a labeled CRF, its labels summed out (the teacher's tree has
-    unlabeled arcs only)."""
-    arcs = type(model)(model.arc_scores, model.lengths, single_root=model.single_root)
-    return arcs.log_prob(heads)

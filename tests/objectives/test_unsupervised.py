@@ -220,3 +220,16 @@ def test_kl_to_the_teachers_decoded_tree():
     assert torch.equal(teacher.upos, batch.upos)  # the decoder saw the batch's tags
     with pytest.raises(ValueError, match="decode"):
         KLToTeacher(lambda b: teacher(b), tree="decoder")(ParserOutput(TreeCRF(scores, batch.lengths)), batch)
+
+
+def test_kl_to_the_teachers_tree_with_a_labeled_student():
+    """A joint-label student learns the teacher's unlabeled tree: its labels are summed out."""
+    lengths = [4, 3]
+    teacher_scores = random_scores(lengths, seed=25).detach()
+    student = random_scores(lengths, labels=3, seed=26)
+    batch = make_batch(lengths)
+    out = KLToTeacher(lambda b: ParserOutput(TreeCRF(teacher_scores, b.lengths)), tree="mst")(
+        ParserOutput(TreeCRF(student, batch.lengths)), batch)
+    heads = TreeCRF(teacher_scores, batch.lengths).argmax()
+    unlabeled = TreeCRF(torch.logsumexp(student, -1), batch.lengths)
+    torch.testing.assert_close(out.loss, -unlabeled.log_prob(heads).sum() / 7)
