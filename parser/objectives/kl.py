@@ -56,7 +56,9 @@ class KLToTeacher:
         with torch.no_grad():
             teacher_out = self.teacher(batch)
             teacher = teacher_out.dist
-        if teacher.scores.shape != model.scores.shape:
+        # A tree needs only the arcs [B, N+1, N+1] to match; a KL compares like distributions.
+        theirs, mine = teacher.scores.shape, model.scores.shape
+        if (theirs[:3] != mine[:3]) if self.tree is not None else (theirs != mine):
             raise ValueError(
                 f"KLToTeacher: teacher scores {tuple(teacher.scores.shape)} do not match the "
                 f"model's {tuple(model.scores.shape)}"
