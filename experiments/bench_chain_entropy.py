@@ -19,9 +19,9 @@ from functools import partial
 import torch
 from common import markdown_table, time_call, write_result
 
-from parser.structs.chain_entropy import entropy_gradient_mann_mccallum
-from parser.structs.chain_slow import entropy_gradient_jiao
-from parser.structs.linear_chain import LinearChainCRF
+from parser.structs import LinearChainCRF
+from parser.structs.chain.entropy import entropy_gradient_mann_mccallum
+from parser.structs.reference.chain import entropy_gradient_jiao
 
 
 def forward_backward(scores: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:

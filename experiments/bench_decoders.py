@@ -22,9 +22,7 @@ from common import interleaved_cpu_times, markdown_table, timing_note, write_res
 
 from parser.data.conllu_io import read_conllu
 from parser.data.paths import resolve_ud_root, treebank_file
-from parser.structs import TreeCRF
-from parser.structs.projective_crf import ProjectiveTreeCRF
-from parser.structs.unit_attachment import attach_to_units
+from parser.structs import ProjectiveTreeCRF, TreeCRF, attach_to_units
 
 
 def unit_marks(batches) -> list[torch.Tensor]:

@@ -3,7 +3,7 @@
 Shannon entropy of the tree distribution of each test sentence (random N(0,1) arc scores, single
 root, float64), one sentence at a time: by first-order expectation (``TreeCRF.entropy``: one LU,
 the inverse Laplacian and the marginals, O(N^3)) versus Smith & Eisner's method as published
-(``parser.structs.slow.smith_eisner_entropy``: N matrix-tree determinants per sentence, O(N^4));
+(``parser.structs.reference.tree.smith_eisner_entropy``: N matrix-tree determinants per sentence, O(N^4));
 then our batched path (the same sentences, length-bucketed batches of at most 32). Mean milliseconds of
 CPU time per sentence and speed-ups, one thread. The paper reports 4.1x (Finnish) to 15.1x
 (Arabic).
@@ -28,7 +28,7 @@ from common import (
 )
 
 from parser.structs import TreeCRF
-from parser.structs.slow import smith_eisner_entropy
+from parser.structs.reference.tree import smith_eisner_entropy
 
 MAX_RATIO = 1.25  # batches of at most 32 sentences within 25% of each other's length
 PAPER = {"fi_tdt": "4.1x (Finnish, mean length 9.2)", "ar_padt": "15.1x (Arabic, mean length 36.1)"}
@@ -87,7 +87,7 @@ def main() -> None:
               "speed-up", "batched ms/sent", "batched speed-up", "paper's speed-up", "max abs H difference"]
     body = (
         "Random N(0,1) arc scores, single-root trees, float64. 'Smith & Eisner' is "
-        "`parser.structs.slow.smith_eisner_entropy` (N determinants per sentence, O(N^4)); 'first-order' is "
+        "`parser.structs.reference.tree.smith_eisner_entropy` (N determinants per sentence, O(N^4)); 'first-order' is "
         "`TreeCRF(scores, lengths).entropy()` called on one sentence at a time (construction, input checks, LU, "
         "inverse, marginals, the exactness test of every sentence included); 'batched' is the same over "
         "length-bucketed batches of at most 32 sentences, a new batch starting where a sentence is over 1.25 times "

@@ -9,7 +9,7 @@ float64. Its gradient with respect to the arc scores of each sentence, one sente
 
 - ours: ``TreeCRF.expect_sparse`` (first-order expectation) and one backward pass, O(N^3);
 - Druck & Smith: ``dm_k/ds_e = Cov(f_k, 1_e)`` with the ``(N+1)^2 x (N+1)^2`` arc covariance
-  materialised from the two-edge marginals (``parser.structs.slow.ge_gradient_by_covariance``),
+  materialised from the two-edge marginals (``parser.structs.reference.tree.ge_gradient_by_covariance``),
   O(N^4) time and memory.
 
 Then ours over length-bucketed batches of 32. Mean ms of CPU time per sentence, one thread.
@@ -34,7 +34,7 @@ from common import (
 from parser.constraints import UPOS_TAGS, ConstraintSet, load_constraints
 from parser.data.conllu_io import read_conllu
 from parser.structs import TreeCRF
-from parser.structs.slow import ge_gradient_by_covariance
+from parser.structs.reference.tree import ge_gradient_by_covariance
 
 COVARIANCE_LIMIT = 2**30  # bytes of one materialised (N+1)^2 x (N+1)^2 float64 covariance
 
@@ -138,7 +138,7 @@ def main() -> None:
         "Gradient of the squared-error GE objective (20 sparse UD-guideline constraints, "
         f"{constraints.source}; m_k normalised by the sentence's count of words that can fire k) with respect "
         "to the arc scores, EWT test with its real UPOS, random N(0,1) arc scores, single root, float64. "
-        "'Druck & Smith' is `parser.structs.slow.ge_gradient_by_covariance` (two-edge marginals, covariance "
+        "'Druck & Smith' is `parser.structs.reference.tree.ge_gradient_by_covariance` (two-edge marginals, covariance "
         "materialised); 'ours' is `TreeCRF.expect_sparse` + `torch.autograd.grad`, one sentence at a time "
         "(construction, checks and the backward pass included), and 'batched' the same over length-bucketed "
         "batches of 32. " + limit_note + " The last column is the largest difference between the two gradients.\n\n"

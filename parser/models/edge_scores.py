@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
-from parser.structs.parser_output import ParserOutput
+from parser.structs import ParserOutput
 
 LABEL_MODES = ("joint", "classifier")
 CRF_KINDS = ("matrix_tree", "projective")
@@ -51,8 +51,7 @@ def to_output(
             f"{tuple(arcs.shape)} + (L,) to match edge_scores.arcs"
         )
     # Imported here, not at the top: structs is a sibling layer, built in parallel.
-    from parser.structs.projective_crf import ProjectiveTreeCRF
-    from parser.structs.tree_crf import TreeCRF
+    from parser.structs import ProjectiveTreeCRF, TreeCRF
 
     if crf == "projective":
         if rel_scores is not None and labels == "joint":

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from torch import Tensor
 
-from parser.structs.parser_output import ParserOutput
+from parser.structs import ParserOutput
 
 __all__ = ["Objective", "Output", "ParserOutput"]
 

@@ -1,4 +1,4 @@
-"""The UPOS tagger: a BiLSTM-CRF over the linear-chain CRF of ``parser.structs.linear_chain``, its
+"""The UPOS tagger: a BiLSTM-CRF over the linear-chain CRF of ``parser.structs.chain``, its
 objectives (likelihood, entropy, GE), training (``python -m parser.tagger.train``) and use
 (``load_tagger``, ``tag_sentences``)."""
 

@@ -1,6 +1,6 @@
 """The UPOS tagger: word embeddings and a character BiLSTM feed a BiLSTM whose states give emission
 scores ``[B, T, S]``; with a transition matrix ``[S+1, S]`` (row 0: the start state) they become the
-scores ``[B, pos, prev, cur]`` of a :class:`~parser.structs.linear_chain.LinearChainCRF`.
+scores ``[B, pos, prev, cur]`` of a :class:`~parser.structs.LinearChainCRF`.
 
 Positions: the parser's :class:`~parser.data.batch.Batch` holds ROOT at position 0 and words at
 ``1..n``; the tagger drops ROOT, so chain position ``i`` is word ``i + 1`` and ``T = N``.
@@ -19,7 +19,7 @@ from parser.data.batch import Batch
 from parser.data.vocab import N_SPECIAL, UNK
 from parser.models.char_encoder import CharLSTM
 from parser.models.layers import BiLSTM
-from parser.structs.linear_chain import LinearChainCRF
+from parser.structs import LinearChainCRF
 
 __all__ = ["Tagger", "TaggerOutput", "tags_to_upos_ids", "upos_ids_to_tags"]
 

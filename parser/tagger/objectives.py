@@ -24,8 +24,8 @@ from torch import Tensor
 from parser.data.vocab import N_SPECIAL
 from parser.objectives.base import Output
 from parser.objectives.weighted import Term, WeightedSum
-from parser.structs.chain_entropy import entropy_mann_mccallum
-from parser.structs.linear_chain import LinearChainCRF
+from parser.structs import LinearChainCRF
+from parser.structs.chain.entropy import entropy_mann_mccallum
 from parser.tagger.features import TagConstraints
 from parser.tagger.model import TaggerOutput, upos_ids_to_tags
 

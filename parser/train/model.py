@@ -19,8 +19,7 @@ from parser.data.batch import Batch
 from parser.data.vocab import Vocab
 from parser.models import build_scorer, scorer_options, to_output
 from parser.models.edge_scores import CRF_KINDS
-from parser.structs.parser_output import ParserOutput
-from parser.structs.unit_attachment import attach_to_units
+from parser.structs import ParserOutput, attach_to_units
 
 __all__ = ["ParserModel", "build_parser", "scorer_kwargs", "upos_ids"]
 
@@ -71,7 +70,7 @@ class ParserModel(nn.Module):
 
         The tree is the maximum spanning tree, or the best projective one when
         ``self.projective``; then the words whose UPOS (``upos [B, N+1]``) is one of ``unit_tags``
-        are re-attached by the UD punct/cc rule (:func:`parser.structs.unit_attachment.attach_to_units`).
+        are re-attached by the UD punct/cc rule (:func:`parser.structs.attach_to_units`).
         Joint labels: each word's best label on its arc; a classifier's relation is its best
         non-special label on the predicted arc.
         """

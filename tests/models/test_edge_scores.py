@@ -27,7 +27,7 @@ def test_bad_mode_or_shape_raises() -> None:
 
 @pytest.mark.parametrize("single_root", [True, False])
 def test_joint_and_classifier_match_brute_force(single_root: bool) -> None:
-    pytest.importorskip("parser.structs.tree_crf")
+    pytest.importorskip("parser.structs.tree.crf")
     lengths = [3, 1, 4]
     edge = scores(lengths, 3, seed=1)
     length_tensor = torch.tensor(lengths)
@@ -50,7 +50,7 @@ def test_joint_and_classifier_match_brute_force(single_root: bool) -> None:
 
 
 def test_projective_crf_kind() -> None:
-    from parser.structs.projective_crf import ProjectiveTreeCRF
+    from parser.structs import ProjectiveTreeCRF
 
     edge = scores([4, 2], 3, seed=1)
     out = to_output(edge, torch.tensor([4, 2]), labels="classifier", crf="projective")

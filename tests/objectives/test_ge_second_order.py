@@ -102,7 +102,7 @@ def test_final_punct_target_met_on_a_toy_problem():
 
 
 def test_second_order_needs_a_distribution_with_pair_marginals():
-    from parser.structs.projective_crf import ProjectiveTreeCRF
+    from parser.structs import ProjectiveTreeCRF
 
     constraints, batch = setup()
     out = ParserOutput(ProjectiveTreeCRF(random_scores(LENGTHS, seed=3), batch.lengths))

@@ -1,7 +1,7 @@
 """Brute-force enumeration of tag sequences, the reference the linear-chain tests compare with.
 
 Only for tiny inputs: there are S^n sequences of n tags over S states. Conventions are those of
-``parser.structs.linear_chain``: ``scores [pos, prev, cur]`` of one sentence, start scores in row 0
+``parser.structs.chain``: ``scores [pos, prev, cur]`` of one sentence, start scores in row 0
 of position 0.
 """
 

@@ -10,7 +10,7 @@ import torch
 from parser.data.batching import collate, encode_all
 from parser.data.conllu_io import Sentence
 from parser.data.vocab import Vocabularies
-from parser.structs.linear_chain import LinearChainCRF
+from parser.structs import LinearChainCRF
 from parser.tagger.model import TaggerOutput
 from tests.structs.brute_chain import enumerate_chain
 

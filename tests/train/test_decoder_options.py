@@ -10,8 +10,7 @@ import pytest
 import torch
 
 from parser.predict import predict_file, tag_list
-from parser.structs.projective_crf import is_projective
-from parser.structs.unit_attachment import attach_to_units
+from parser.structs import attach_to_units, is_projective
 from tests.train.helpers import tiny_config
 
 FIXTURE = "tests/fixtures/tiny-dev.conllu"
@@ -90,8 +89,7 @@ def test_projective_crf_trains_with_ge(tmp_path):
 def test_joint_labels_follow_re_attached_arcs():
     from torch import nn
 
-    from parser.structs import TreeCRF
-    from parser.structs.parser_output import ParserOutput
+    from parser.structs import ParserOutput, TreeCRF
     from parser.train.model import ParserModel
 
     gen = torch.Generator().manual_seed(2)

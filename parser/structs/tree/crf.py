@@ -1,0 +1,291 @@
+"""The non-projective tree CRF: an exact distribution over dependency trees.
+
+Conventions: ``scores[b, dep, head]`` ``[B, N+1, N+1]`` (index 0 = ROOT; ``lengths[b]`` counts
+words) or labeled ``[B, N+1, N+1, L]`` (one label per arc; arc scores are the log-sum-exp over
+labels). ``heads[b, dep]`` long ``[B, N+1]``, ``heads[:, 0]`` ignored, ``-1`` = unannotated.
+Row 0, the diagonal and padding are ignored in ``scores`` and are exactly 0 in ``marginals``.
+
+log Z and the marginals come from a float64 LU of the Laplacian (:mod:`.laplacian`); sentences
+where that is not provably accurate are recomputed exactly by log-space elimination
+(:mod:`.elimination`), per sentence, inside the same batch (the route: :mod:`.partition`). Results
+are in the input dtype. Expectations and second order: :mod:`.expectations`.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import torch
+from torch import Tensor
+from torch.distributions import Distribution
+from torch.distributions.kl import register_kl
+
+from parser.structs import common
+from parser.structs.common import (
+    NEG_INF,
+    as_dtype,
+    cached,
+    check_scores_and_lengths,
+    logsumexp_safe,
+    word_mask,
+)
+from parser.structs.decoding.mst import maximum_spanning_tree
+from parser.structs.projective.eisner import eisner
+from parser.structs.tree.expectations import FeatureExpectations
+from parser.structs.tree.partition import PartitionPath
+
+__all__ = ["TreeCRF"]
+
+
+def _expected(marginals: Tensor, scores: Tensor) -> Tensor:
+    """``[B]`` expected tree score; ``-inf`` scores (non-arcs, marginal 0) count as 0."""
+    return (marginals * torch.nan_to_num(scores, neginf=0.0)).flatten(1).sum(-1)
+
+
+def _forbid(value: Tensor, marginals: Tensor, other_scores: Tensor) -> Tensor:
+    """``value`` with +inf where ``marginals`` put mass on arcs that ``other_scores`` forbid."""
+    forbidden = ((marginals > 0) & torch.isneginf(other_scores)).flatten(1).any(-1)
+    return torch.where(forbidden, float("inf"), value)
+
+
+class TreeCRF(PartitionPath, FeatureExpectations, Distribution):
+    """Distribution over (single- or multi-root) non-projective trees of each sentence.
+
+    scores: ``[B, dep, head]`` or labeled ``[B, dep, head, L]``; lengths: ``[B]`` words.
+    single_root: exactly one word attached to ROOT (UD) when True.
+    """
+
+    arg_constraints: ClassVar[dict] = {}
+    has_rsample = False
+
+    def __init__(self, scores: Tensor, lengths: Tensor, *, single_root: bool = True) -> None:
+        self._padded, self._highest = check_scores_and_lengths(scores, lengths, labeled=True)
+        self.scores = scores
+        self.lengths = (lengths if lengths.dtype == torch.long and lengths.device == scores.device
+                        else lengths.to(device=scores.device, dtype=torch.long))
+        self.single_root = bool(single_root)
+        self.labeled = scores.dim() == 4
+        size = scores.shape[1]
+        super().__init__(torch.Size([scores.shape[0]]), torch.Size([size]), validate_args=False)
+
+    # ----------------------------------------------------------------- masks and scores
+    @cached
+    def arc_mask(self) -> Tensor:
+        """``[B, dep, head]`` bool: real arcs (word dep; ROOT or other word head)."""
+        return common.arc_mask(self.lengths, self.scores.shape[1], padded=self._padded)
+
+    @cached
+    def labeled_scores(self) -> Tensor:
+        """Labeled scores ``[B, dep, head, L]`` with -inf off arcs (labeled CRFs only)."""
+        return torch.where(self.arc_mask[..., None], self.scores, NEG_INF)
+
+    @cached
+    def arc_scores(self) -> Tensor:
+        """``[B, dep, head]`` arc scores (log-sum-exp over labels), -inf off arcs."""
+        if self.labeled:
+            return logsumexp_safe(self.labeled_scores, -1)
+        return self._off_arcs_masked(self.scores, in_place=False)
+
+    def _off_arcs_masked(self, scores: Tensor, *, in_place: bool) -> Tensor:
+        """``scores [B, dep, head]`` with -inf off arcs: unpadded, row 0 and the diagonal filled
+        in place, or one add of a cached 0 / -inf mask (scores have no +inf); else a masked fill."""
+        size = scores.shape[1]
+        if not self._padded and in_place:  # row 0 and the diagonal: two small fills
+            scores.select(1, 0).fill_(NEG_INF)
+            scores.diagonal(dim1=1, dim2=2).fill_(NEG_INF)
+            return scores
+        if not self._padded:
+            return scores + common.off_arc_penalty(size, scores.dtype, scores.device)
+        mask = common.off_arc_mask(self.lengths, size)
+        return scores.masked_fill_(mask, NEG_INF) if in_place else scores.masked_fill(mask, NEG_INF)
+
+    # ----------------------------------------------------------------- log Z and marginals
+    @cached
+    def marginals(self) -> Tensor:
+        """Marginals with the shape of ``scores``: arc marginals, or labeled arc marginals."""
+        if not self.labeled:
+            return self.arc_marginals
+        return self.arc_marginals[..., None] * self._label_probs
+
+    @cached
+    def _label_probs(self) -> Tensor:
+        """``[B, dep, head, L]`` p(label | arc), 0 off arcs."""
+        arc = self.arc_scores
+        safe = torch.where(torch.isfinite(arc), arc, torch.zeros_like(arc))
+        return torch.exp(self.labeled_scores - safe[..., None])
+
+    # ----------------------------------------------------------------- trees
+    def _check_heads(self, heads: Tensor, labels: Tensor | None) -> None:
+        size = self.scores.shape[1]
+        if heads.shape != (self.scores.shape[0], size) or heads.dtype != torch.long:
+            raise ValueError(f"heads: expected long [B, N+1] = {[self.scores.shape[0], size]}, "
+                             f"got {heads.dtype} {list(heads.shape)}")
+        words = word_mask(self.lengths, size)
+        if (heads[words] == -1).any():
+            raise ValueError("heads: -1 (unannotated) on a real word; a partially annotated "
+                             "sentence has no single tree: use restrict(allowed) and log_partition")
+        out = words & ((heads < 0) | (heads > self.lengths[:, None]))
+        if out.any():
+            b, d = (int(i) for i in out.nonzero()[0])
+            raise ValueError(f"heads[{b}, {d}] = {int(heads[b, d])} outside 0..{int(self.lengths[b])}")
+        if labels is not None:
+            if not self.labeled:
+                raise ValueError("labels: given for an unlabeled TreeCRF")
+            n_labels = self.scores.shape[-1]
+            if labels.shape != heads.shape or labels.dtype != torch.long:
+                raise ValueError(f"labels: expected long {list(heads.shape)}, got {list(labels.shape)}")
+            bad = words & ((labels < 0) | (labels >= n_labels))
+            if bad.any():
+                b, d = (int(i) for i in bad.nonzero()[0])
+                raise ValueError(f"labels[{b}, {d}] = {int(labels[b, d])} outside 0..{n_labels - 1}")
+
+    def score(self, heads: Tensor, labels: Tensor | None = None) -> Tensor:
+        """``[B]`` total score of the trees ``heads [B, N+1]`` (labels ``[B, N+1]`` if labeled;
+        without labels a labeled CRF scores the unlabeled tree, summed over labels)."""
+        return self._score64(heads, labels).to(self.scores.dtype)
+
+    def _score64(self, heads: Tensor, labels: Tensor | None) -> Tensor:
+        self._check_heads(heads, labels)
+        words = word_mask(self.lengths, heads.shape[1])
+        index = heads.clamp(min=0)
+        if labels is None:
+            picked = self.arc_scores.gather(2, index[:, :, None]).squeeze(2)
+        else:
+            rows = self.labeled_scores.gather(2, index[:, :, None, None].expand(
+                -1, -1, 1, self.scores.shape[-1])).squeeze(2)
+            picked = rows.gather(2, labels.clamp(min=0)[:, :, None]).squeeze(2)
+        picked = picked.to(torch.float64)
+        return torch.where(words, picked, torch.zeros_like(picked)).sum(-1)
+
+    def log_prob(self, heads: Tensor, labels: Tensor | None = None) -> Tensor:
+        """``[B]`` log p(heads[, labels]); -inf for a tree that is not allowed."""
+        # In float64, so rounding to the input dtype cannot make a log-probability positive.
+        return (self._score64(heads, labels) - self._partition[0]).to(self.scores.dtype)
+
+    def argmax(self, *, projective: bool = False):
+        """Maximum spanning tree ``heads [B, N+1]`` (``(heads, labels)`` when labeled); with
+        ``projective`` the best projective tree instead (Eisner, :mod:`parser.structs.projective.eisner`).
+
+        Labeled: the best label of each arc, then the tree over max-over-labels scores.
+        """
+        decode = eisner if projective else maximum_spanning_tree
+        with torch.no_grad():
+            if not self.labeled:
+                return decode(self.arc_scores, self.lengths, single_root=self.single_root)
+            best, labels = self.labeled_scores.max(-1)
+            heads = decode(best, self.lengths, single_root=self.single_root)
+            return heads, self._on_arcs(labels, heads)
+
+    def arc_labels(self, heads: Tensor) -> Tensor:
+        """``[B, N+1]`` each word's best label on its arc in ``heads`` (labeled CRFs; 0 off words)."""
+        with torch.no_grad():
+            return self._on_arcs(self.labeled_scores.argmax(-1), heads)
+
+    def _on_arcs(self, labels: Tensor, heads: Tensor) -> Tensor:
+        """``labels [B, dep, head]`` read at each word's head; 0 off words."""
+        picked = labels.gather(2, heads.clamp(min=0)[:, :, None]).squeeze(2)
+        return picked.masked_fill(~word_mask(self.lengths, heads.shape[1]), 0)
+
+    def sample(self, n: int | torch.Size = 1, *, generator: torch.Generator | None = None):
+        """``n`` exact samples ``[n, B, N+1]`` (``(heads, labels)`` when labeled)."""
+        from parser.structs.tree.sampling import sample_trees  # (sampling builds TreeCRFs)
+
+        if isinstance(n, torch.Size):
+            if len(n) > 1:
+                raise ValueError(f"sample: sample_shape must have one dimension, got {tuple(n)}")
+            n = n[0] if len(n) else 1
+        if int(n) < 1:
+            raise ValueError(f"sample: n = {n}, expected >= 1")
+        with torch.no_grad():
+            heads = sample_trees(self.arc_scores, self.lengths, single_root=self.single_root,
+                                 n=int(n), generator=generator)
+            if not self.labeled:
+                return heads
+            probs = self._label_probs.detach()[None].expand(int(n), *self._label_probs.shape)
+            rows = probs.gather(3, heads[..., None, None].expand(-1, -1, -1, 1, probs.shape[-1]))
+            rows = rows.squeeze(3).clone()
+            rows[:, :, 0] = 1.0  # ROOT and padding rows get a dummy label 0
+            rows = rows.masked_fill(~word_mask(self.lengths, heads.shape[2])[None, :, :, None]
+                                    & (rows.sum(-1, keepdim=True) <= 0), 1.0)
+            flat = rows.reshape(-1, rows.shape[-1])
+            labels = torch.multinomial(flat, 1, generator=generator).reshape(heads.shape)
+            return heads, labels.masked_fill(~word_mask(self.lengths, heads.shape[2])[None], 0)
+
+    def restrict(self, allowed: Tensor) -> TreeCRF:
+        """The distribution conditioned on arcs in ``allowed [B, dep, head]`` (bool)."""
+        if allowed.dtype != torch.bool or allowed.shape != self.scores.shape[:3]:
+            raise ValueError(f"allowed: expected bool {list(self.scores.shape[:3])}, "
+                             f"got {allowed.dtype} {list(allowed.shape)}")
+        mask = allowed[..., None] if self.labeled else allowed
+        return TreeCRF(self.scores.masked_fill(~mask, NEG_INF), self.lengths, single_root=self.single_root)
+
+    # ----------------------------------------------------------------- expectations
+    def _weighted(self) -> tuple[Tensor, Tensor]:
+        """``(marginals, masked scores)`` with the shape of ``scores`` (float64 when unlabeled)."""
+        if self.labeled:
+            return self.marginals, self.labeled_scores
+        return self._partition[1], self._scores64
+
+    def entropy(self) -> Tensor:
+        """``[B]`` Shannon entropy (over labeled trees when labeled), O(N^3)."""
+        if not self.labeled and not self._has_graph:
+            factors = self._factors
+            if factors.all_trusted:
+                return as_dtype(factors.entropy, self.scores.dtype)  # the trust test computed it
+        marginals, scores = self._weighted()
+        return as_dtype(self._partition[0] - _expected(marginals, scores), self.scores.dtype)
+
+    def cross_entropy(self, other: TreeCRF) -> Tensor:
+        """``[B]`` -E_self[log other(tree)]; inf where self puts mass on trees other forbids."""
+        self._check_other(other)
+        marginals, _ = self._weighted()
+        _, other_scores = other._weighted()
+        value = other._partition[0] - _expected(marginals, other_scores)
+        return _forbid(value, marginals, other_scores).to(self.scores.dtype)
+
+    def kl(self, other: TreeCRF) -> Tensor:
+        """``[B]`` KL(self || other) = sum mu (s - s') - log Z + log Z', O(N^3)."""
+        self._check_other(other)
+        marginals, scores = self._weighted()
+        _, other_scores = other._weighted()
+        gap = torch.nan_to_num(scores, neginf=0.0) - torch.nan_to_num(other_scores, neginf=0.0)
+        value = other._partition[0] - self._partition[0] + (marginals * gap).flatten(1).sum(-1)
+        return _forbid(value, marginals, other_scores).to(self.scores.dtype)
+
+    def _check_other(self, other: TreeCRF) -> None:
+        if not isinstance(other, TreeCRF):
+            raise ValueError(f"other: expected a TreeCRF, got {type(other).__name__}")  # noqa: TRY004
+        if (other.scores.shape != self.scores.shape or other.single_root != self.single_root
+                or not torch.equal(other.lengths, self.lengths)):
+            raise ValueError(f"other: scores {list(other.scores.shape)} single_root={other.single_root} "
+                             f"do not match {list(self.scores.shape)} single_root={self.single_root} "
+                             "(or lengths differ)")
+
+    def renyi_entropy(self, alpha: float) -> Tensor:
+        """``[B]`` Renyi entropy (log Z(alpha s) - alpha log Z(s)) / (1 - alpha); alpha > 0."""
+        alpha = float(alpha)
+        if not alpha > 0:
+            raise ValueError(f"alpha = {alpha}: Renyi entropy needs alpha > 0")
+        if alpha == 1.0:
+            return self.entropy()
+        scaled = TreeCRF(alpha * self.scores.masked_fill(~self._full_mask, NEG_INF), self.lengths,
+                         single_root=self.single_root)
+        return (scaled.log_partition - alpha * self.log_partition) / (1.0 - alpha)
+
+    @property
+    def _full_mask(self) -> Tensor:
+        return self.arc_mask[..., None] if self.labeled else self.arc_mask
+
+def sparse_expectation(marginals: Tensor, arc_index: Tensor, feature_ids: Tensor, values: Tensor,
+                       n_features: int) -> Tensor:
+    """``[B, n_features]``: the marginals at ``arc_index`` rows (``(b, dep, head[, label])``) times
+    ``values``, summed per sentence and feature (shared by the tree distributions)."""
+    probs = marginals[tuple(arc_index.t())]
+    out = torch.zeros(marginals.shape[0], n_features, dtype=values.dtype, device=values.device)
+    flat = arc_index[:, 0] * n_features + feature_ids
+    return out.reshape(-1).index_add(0, flat, probs.to(values.dtype) * values).reshape(out.shape)
+
+
+@register_kl(TreeCRF, TreeCRF)
+def _kl_tree_crf(p: TreeCRF, q: TreeCRF) -> Tensor:
+    return p.kl(q)
