@@ -1,23 +1,24 @@
-"""experiments/collect_results.py on synthetic run directories: grouping by resolved config,
-mean and sample std by hand, columns in order, incomplete runs, footnotes and split rows, errors,
-and the config files of the SSL sweeps composed by Hydra."""
+"""parser.eval.summary (``experiments/collect_results.py``) on synthetic run directories:
+grouping by resolved config, mean and sample std by hand, columns in order, incomplete runs,
+footnotes and split rows, errors, the config files of the SSL sweeps composed by Hydra, and the
+per-run table of the SweepSummary callback."""
 
 from __future__ import annotations
 
+import csv
 import json
+import os
 import statistics
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "experiments"))
-
-import collect_results
-from ablation.runs import find_run_dirs, load_run, objective_label
-from ablation.table import build_table, render_markdown
+from parser.eval import summary as collect_results
+from parser.eval.analyses.ablation_table import build_table, render_markdown
+from parser.eval.analyses.runs import find_run_dirs, load_run, objective_label
 
 LIKELIHOOD = {"likelihood": {"weight": 1.0}}
 ENTROPY_GE = {"likelihood": {"weight": 1.0}, "entropy": {"weight": 0.1, "warmup": 500},
@@ -281,11 +282,55 @@ def test_notes_and_no_plot(sweep: Path, tmp_path: Path) -> None:
     assert not (out / "x.png").exists()
 
 
-def test_helper_doctests() -> None:
-    """experiments/ is not collected by pytest, so its docstring examples run here."""
-    import doctest
+def test_sweep_summary_callback_writes_a_row_per_run(tmp_path: Path) -> None:
+    """The Hydra callback on a fake sweep: runs 0 and 1 finished (dev and test metrics, official
+    scores preferred), run 2 has dev only, run 3 none yet; the sweep's own .hydra is no run."""
+    sweep = tmp_path / "multirun" / "ssl"
+    (sweep / ".hydra").mkdir(parents=True)
+    (sweep / "multirun.yaml").write_text("hydra: {}\n")
+    scores = {"0": {"dev": (71.0, 60.5), "test": (70.0, 59.25)},
+              "1": {"dev": (81.0, 70.0), "test": (80.125, 69.0)},
+              "2": {"dev": (50.0, 40.0)}, "3": {}}
+    for job, splits in scores.items():
+        run = sweep / job
+        (run / ".hydra").mkdir(parents=True)
+        (run / ".hydra" / "config.yaml").write_text("trainer: {seed: 1}\n")
+        (run / ".hydra" / "overrides.yaml").write_text(f"- objective=likelihood\n- trainer.seed={job}\n")
+        for split, (uas, las) in splits.items():
+            report = {"uas": 0.0, "las": 0.0, "official": {"UAS": uas, "LAS": las}}
+            (run / f"{split}.pred.metrics.json").write_text(json.dumps(report))
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep)}}})
+    collect_results.SweepSummary().on_multirun_end(config=config)
+    with open(sweep / "summary.csv", encoding="utf-8", newline="") as stream:
+        rows = list(csv.reader(stream))
+    assert rows == [
+        ["run", "overrides", "dev UAS", "dev LAS", "test UAS", "test LAS"],
+        ["0", "objective=likelihood trainer.seed=0", "71.00", "60.50", "70.00", "59.25"],
+        ["1", "objective=likelihood trainer.seed=1", "81.00", "70.00", "80.12", "69.00"],
+        ["2", "objective=likelihood trainer.seed=2", "50.00", "40.00", "", ""],
+        ["3", "objective=likelihood trainer.seed=3", "", "", "", ""],
+    ]
+    markdown = (sweep / "summary.md").read_text(encoding="utf-8").splitlines()
+    assert markdown[0] == "# Sweep ssl" and "4 run(s)" in markdown[2]
+    assert markdown[4] == "| run | overrides | dev UAS | dev LAS | test UAS | test LAS |"
+    assert markdown[7] == "| 1 | objective=likelihood trainer.seed=1 | 81.00 | 70.00 | 80.12 | 69.00 |"
+    # The same table by hand; a broken metrics file names itself.
+    (sweep / "summary.csv").unlink()
+    assert collect_results.main(["--per-run", str(sweep)]) == 0
+    assert (sweep / "summary.csv").is_file()
+    (sweep / "1" / "test.pred.metrics.json").write_text("{")
+    with pytest.raises(ValueError, match=r"1/test\.pred\.metrics\.json: cannot read"):
+        collect_results.write_sweep_summary(sweep)
+    assert collect_results.main(["--per-run", str(tmp_path / "nowhere")]) == 1
 
-    import ablation.runs
 
-    result = doctest.testmod(ablation.runs)
-    assert result.attempted >= 6 and result.failed == 0
+def test_experiments_script_runs_the_same_command(sweep: Path, tmp_path: Path) -> None:
+    """``python experiments/collect_results.py`` (what the results files name) runs as a script."""
+    repo = Path(__file__).resolve().parents[1]
+    out = tmp_path / "script"
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    done = subprocess.run([sys.executable, str(repo / "experiments" / "collect_results.py"), str(sweep),
+                           "--out-dir", str(out), "--no-plot"], env=env, cwd=repo,
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "| likelihood | – | 72.00 ± 2.00 (n=3) |" in (out / "ssl_ablation.md").read_text()

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from ablation.runs import Run
+from parser.eval.analyses.runs import Run
 
 __all__ = ["COLUMNS", "IGNORED", "Cell", "Row", "Table", "build_table", "plot_table", "render_markdown"]
 
