@@ -10,7 +10,8 @@ What each rank does (``W`` ranks, rank ``r``):
 - the training streams split each global batch by sentence (``BucketBatcher(num_replicas=W,
   rank=r)``): together the ranks see exactly the batches of one process;
 - the scorer runs under DDP, which averages gradients over ranks. The objective reduces itself:
-  ``WeightedSum(..., ranks=)`` with this module's ``ProcessGroupRanks`` (see ``parser.objectives.weighted``).
+  ``WeightedSum(..., ranks=)`` with this module's ``ProcessGroupRanks`` (see
+  ``parser.objectives.weighted``).
   Per-token losses are multiplied by ``W * T_r / T`` (``T_r`` this rank's words, ``T`` the global
   batch's), so the averaged gradient is that of ``sum / T``: the 1-process gradient of the same
   global batch. A term with an ``across_ranks`` hook (GE) sums its statistics over ranks
