@@ -3,18 +3,25 @@ and detached logs, composable as a ``WeightedSum`` built by ``build_objective``.
 
 Normalisation: likelihood, local cross-entropy, risk, entropy and KL are per word of the batch;
 GE is a sum over constraints of a divergence between proportions.
+
+Each kind of term is a class registered with ``@register(name, stream=..., per_token=...,
+needs=..., options=...)`` in its own module (``parser.objectives.registry``). The registry finds
+the modules of this package itself (``pkgutil``, before any lookup), so a new objective is one
+module here plus a YAML file in ``configs/objective/``; the imports below are the package's public
+names, not a list of kinds to keep up to date.
 """
 
 from __future__ import annotations
 
-from parser.objectives.base import Objective, Output, ParserOutput
-from parser.objectives.build import build_objective
+from parser.objectives.base import Objective, Output, ParserOutput, Ranks
+from parser.objectives.build import TermSpec, build_objective, resolve_terms, terms_needing
 from parser.objectives.entropy import Entropy
-from parser.objectives.ge import GEAggregate, GeneralizedExpectation
+from parser.objectives.ge import GEAggregate, GeneralizedExpectation, GEOptions
 from parser.objectives.ge_cache import ExpectationCache
-from parser.objectives.kl import KLToTeacher
+from parser.objectives.kl import KLOptions, KLToTeacher
 from parser.objectives.likelihood import Likelihood
 from parser.objectives.local import LocalHeadCrossEntropy
+from parser.objectives.registry import ObjectiveKind, Resources, get_kind, kinds, register
 from parser.objectives.risk import Risk
 from parser.objectives.weighted import Term, WeightedSum
 
@@ -22,15 +29,26 @@ __all__ = [
     "Entropy",
     "ExpectationCache",
     "GEAggregate",
+    "GEOptions",
     "GeneralizedExpectation",
+    "KLOptions",
     "KLToTeacher",
     "Likelihood",
     "LocalHeadCrossEntropy",
     "Objective",
+    "ObjectiveKind",
     "Output",
     "ParserOutput",
+    "Ranks",
+    "Resources",
     "Risk",
     "Term",
+    "TermSpec",
     "WeightedSum",
     "build_objective",
+    "get_kind",
+    "kinds",
+    "register",
+    "resolve_terms",
+    "terms_needing",
 ]

@@ -10,11 +10,13 @@ from typing import TYPE_CHECKING
 
 from parser.objectives.base import Output, ParserOutput
 from parser.objectives.gold import detached, per_token
+from parser.objectives.registry import register
 
 if TYPE_CHECKING:
     from parser.data.batch import Batch
 
 
+@register("entropy", stream="unlabeled")
 @dataclass(frozen=True)
 class Entropy:
     """Shannon entropy (``alpha=1``) or Renyi entropy of order ``alpha`` (> 0) of the tree

@@ -28,8 +28,9 @@ both have zero slope at ``q = 1/2`` (a tie is not pushed either way) and are exa
 active when it has a child word and some expected left or right arc. A constraint's ``weight``
 multiplies its groups' penalties.
 
-A distributed trainer calls ``aggregate_of`` on each replica, all-reduces ``expected`` and
-``counts`` (with a differentiable all-reduce), then ``loss_of``.
+Under data parallelism ``WeightedSum`` calls ``across_ranks``: the per-sentence expectations and
+counts are summed over ranks (a differentiable all-reduce) before the divergence, so every rank
+holds the loss of the global batch, and the corpus cache is updated with every rank's sentences.
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
-from parser.objectives.base import Output, ParserOutput
+from parser.objectives.base import Output, ParserOutput, Ranks
 from parser.objectives.ge_cache import ExpectationCache
+from parser.objectives.registry import Resources, register
 
 if TYPE_CHECKING:
     from parser.constraints import ConstraintSet
@@ -63,6 +65,21 @@ class GEAggregate:
     counts: Tensor
 
 
+@dataclass(frozen=True)
+class GEOptions:
+    """The options of a ``ge`` term: ``criterion``, ``aggregate``, ``eps`` (see
+    ``GeneralizedExpectation``), and the constraint set the trainer loads and passes as
+    ``constraints=``: ``constraints`` (a set name or YAML file, ``oracle`` from the labeled trees)
+    and ``top_k`` (an oracle set's size)."""
+
+    criterion: str = "squared"
+    aggregate: str = "batch"
+    eps: float = 1e-6
+    constraints: str = "ud_universal"
+    top_k: int = 20
+
+
+@register("ge", stream="unlabeled", per_token=False, needs=("upos", "constraints"), options=GEOptions)
 @dataclass(frozen=True)
 class GeneralizedExpectation:
     """GE criterion over ``constraints`` (a ``parser.constraints.ConstraintSet``).
@@ -89,8 +106,35 @@ class GeneralizedExpectation:
         if not 0 < self.eps < 0.5:
             raise ValueError(f"GeneralizedExpectation: eps must be in (0, 0.5), got {self.eps}")
 
+    @classmethod
+    def from_options(cls, options: GEOptions, resources: Resources) -> GeneralizedExpectation:
+        return cls(resources.constraints, criterion=options.criterion, aggregate=options.aggregate, eps=options.eps)
+
     def __call__(self, out: ParserOutput, batch: Batch) -> Output:
         result = self.loss_of(self.aggregate_of(out, batch))
+        return Output(result.loss.to(out.dist.scores.dtype), result.logs)
+
+    def across_ranks(self, out: ParserOutput, batch: Batch, ranks: Ranks) -> Output:
+        """The loss of the global batch (``aggregate="batch"``) or of the corpus seen so far by all
+        ranks (``"corpus"``), the same on every rank: this rank's expectations summed over ranks
+        (with autograd) before the divergence; the corpus cache, identical on every rank, takes
+        every rank's sentences."""
+        expected, counts = self.sentence_expectations(out, batch)  # [B_r, K]
+        live_expected, live_counts = ranks.sum(expected.sum(0)), ranks.sum(counts.sum(0))
+        if self.aggregate == "batch":
+            aggregate = GEAggregate(live_expected, live_counts)
+        else:
+            if batch.index is None:
+                raise ValueError("GeneralizedExpectation(aggregate='corpus') needs batch.index (sentence ids)")
+            index, rows_expected, rows_counts = ranks.gather_rows(
+                batch.index.to(expected.device), expected.detach(), counts
+            )
+            # Totals outside the global batch from the cache, plus the batch's live sum.
+            zeros = torch.zeros_like(rows_expected)
+            cached_expected, cached_counts = self.cache.corpus_totals(index, zeros, zeros)
+            self.cache.update(index, rows_expected, rows_counts)
+            aggregate = GEAggregate(cached_expected + live_expected, cached_counts + live_counts)
+        result = self.loss_of(aggregate)
         return Output(result.loss.to(out.dist.scores.dtype), result.logs)
 
     def state_dict(self) -> dict[str, dict]:

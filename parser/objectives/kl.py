@@ -14,6 +14,7 @@ import torch
 
 from parser.objectives.base import Output, ParserOutput
 from parser.objectives.gold import detached, per_token
+from parser.objectives.registry import Resources, register
 
 if TYPE_CHECKING:
     from parser.data.batch import Batch
@@ -22,6 +23,17 @@ DIRECTIONS = ("forward", "reverse")
 TREES = (None, "mst", "projective", "decoder")
 
 
+@dataclass(frozen=True)
+class KLOptions:
+    """The options of a ``kl`` term: ``direction``, ``tree`` (see ``KLToTeacher``) and
+    ``checkpoint``, the teacher the trainer loads and passes as ``teacher=``."""
+
+    direction: str = "forward"
+    tree: str | None = None
+    checkpoint: str | None = None
+
+
+@register("kl", stream="unlabeled", needs=("teacher",), options=KLOptions)
 @dataclass(frozen=True)
 class KLToTeacher:
     """``forward``: KL(p_teacher || p_model) (the teacher's trees, mass-covering); ``reverse``:
@@ -50,6 +62,10 @@ class KLToTeacher:
             raise ValueError(f"KLToTeacher: tree={self.tree!r} needs direction 'forward' (the KL from the tree)")
         if not callable(self.teacher):
             raise ValueError(f"KLToTeacher: teacher must be callable Batch -> ParserOutput, got {self.teacher!r}")  # noqa: TRY004 (project convention: bad input is a ValueError)
+
+    @classmethod
+    def from_options(cls, options: KLOptions, resources: Resources) -> KLToTeacher:
+        return cls(resources.teacher, direction=options.direction, tree=options.tree)
 
     def __call__(self, out: ParserOutput, batch: Batch) -> Output:
         model = out.dist

@@ -18,11 +18,13 @@ from torch import Tensor
 
 from parser.objectives.base import Output, ParserOutput
 from parser.objectives.gold import detached, gold_heads, gold_rels, label_cross_entropy, per_token
+from parser.objectives.registry import register
 
 if TYPE_CHECKING:
     from parser.data.batch import Batch
 
 
+@register("likelihood", stream="labeled")
 @dataclass(frozen=True)
 class Likelihood:
     """Negative log-likelihood of the gold trees (and labels), summed and divided by the

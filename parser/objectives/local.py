@@ -20,11 +20,13 @@ from parser.objectives.gold import (
     label_cross_entropy,
     per_token,
 )
+from parser.objectives.registry import register
 
 if TYPE_CHECKING:
     from parser.data.batch import Batch
 
 
+@register("local", stream="labeled")
 @dataclass(frozen=True)
 class LocalHeadCrossEntropy:
     """Per-word head cross-entropy over ``dist.scores`` (heads outside the sentence and the word

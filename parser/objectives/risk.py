@@ -25,11 +25,13 @@ from parser.objectives.gold import (
     gold_rels,
     per_token,
 )
+from parser.objectives.registry import register
 
 if TYPE_CHECKING:
     from parser.data.batch import Batch
 
 
+@register("risk", stream="labeled")
 @dataclass(frozen=True)
 class Risk:
     """Expected attachment errors per word of the batch; ``labeled=True`` for LAS errors.

@@ -5,6 +5,14 @@ means the full weight from step 0) and the stream of batches it consumes: ``"lab
 with gold heads), ``"unlabeled"`` (batches without) or ``"any"``. Terms that do not apply to a
 batch are skipped. Logs are prefixed by the term name (``likelihood/loss``), with each applied
 term's current ``<name>/weight`` and the weighted ``total``.
+
+Data parallelism is a hook of the sum, not a copy of it: called with ``ranks=`` (a
+``parser.objectives.base.Ranks``), each term reduces its own statistics across ranks. A term whose
+objective defines ``across_ranks`` (a batch or corpus statistic, e.g. GE: the expectations are
+summed over ranks before the divergence) returns the global loss, the same on every rank; any other
+term is a per-token loss, and its loss and logs are multiplied by the rank's token share
+``W * T_r / T``, so that the average over ranks (DDP's, for gradients; the trainer's, for logs) is
+the 1-process value of the global batch.
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from parser.objectives.base import Objective, Output, ParserOutput
+from parser.objectives.base import Objective, Output, ParserOutput, Ranks
 
 if TYPE_CHECKING:
     from parser.data.batch import Batch
@@ -101,24 +109,41 @@ class WeightedSum:
                 term.objective.load_state_dict(state[term.name])
         return missing, unexpected
 
-    def __call__(self, out: ParserOutput, batch: Batch, *, step: int = 0) -> Output:
+    def __call__(self, out: ParserOutput, batch: Batch, *, step: int = 0, ranks: Ranks | None = None) -> Output:
+        """The weighted sum at training ``step``; with ``ranks``, this rank's share of the global
+        batch's (see the module docstring)."""
+        share = ranks.token_share(batch) if ranks is not None else 1.0
         total = None
         logs = {}
         for term in self.terms:
             if not term.applies_to(batch):
                 continue
             weight = term.weight_at(step)
-            result = term.objective(out, batch)
+            result, scale = _reduced(term.objective, out, batch, ranks=ranks, share=share)
             if weight != 0.0:
-                total = weight * result.loss if total is None else total + weight * result.loss
-            logs.update({f"{term.name}/{key}": value for key, value in result.logs.items()})
+                part = weight * scale * result.loss
+                total = part if total is None else total + part
+            logs.update({f"{term.name}/{key}": value * scale for key, value in result.logs.items()})
             logs[f"{term.name}/weight"] = torch.tensor(weight)
         if total is None:
-            # A zero inside the graph, so that backward still works when no term contributes.
+            # A zero inside the graph, so that backward (and DDP) still run when no term contributes.
             scores = out.dist.scores
             total = torch.where(torch.isfinite(scores), scores, 0.0).sum() * 0.0
         logs["total"] = total.detach()
         return Output(total, logs)
+
+
+def _reduced(
+    objective: Objective, out: ParserOutput, batch: Batch, *, ranks: Ranks | None, share: float
+) -> tuple[Output, float]:
+    """The objective's output on this rank and the factor its loss and logs take: its own
+    ``across_ranks`` hook (global already: 1) when it has one, else the token share."""
+    if ranks is None:
+        return objective(out, batch), 1.0
+    across_ranks = getattr(objective, "across_ranks", None)
+    if callable(across_ranks):
+        return across_ranks(out, batch, ranks), 1.0
+    return objective(out, batch), share
 
 
 def _stateful(term: Term) -> bool:

@@ -15,7 +15,7 @@ from parser.config import ModelConfig
 from parser.constraints import load_constraints
 from parser.data.conllu_io import Sentence
 from parser.data.vocab import Vocabularies
-from parser.objectives import build_objective
+from parser.objectives import TermSpec, build_objective, resolve_terms
 from parser.train.checkpoint import CheckpointError, CheckpointManager, load_checkpoint
 from parser.train.model import ParserModel, build_parser
 
@@ -103,10 +103,6 @@ def load_parser(
     return model.to(device).eval(), vocabs, config
 
 
-def _kind(name: str, options: Mapping) -> str:
-    return str(options.get("type", name)) if isinstance(options, Mapping) else name
-
-
 def _unset_as_none(terms) -> dict:
     """The terms' config as plain containers, an option left at OmegaConf's ``???`` read as None
     (not given) rather than as the string ``"???"`` (a teacher checkpoint named ``???``)."""
@@ -126,41 +122,45 @@ def build_training_objective(
     labeled: Sequence[Sentence],
     device: torch.device | str,
 ):
-    """``build_objective(terms)`` with the constraint set of a ``ge`` term and the frozen teacher
-    of a ``kl`` term loaded here (the objectives never read files)."""
+    """``build_objective(terms)`` with what the terms' kinds need loaded here (the objectives
+    never read files): the constraint set named by the first term that needs ``constraints``,
+    the frozen teacher of the first that needs a ``teacher``."""
     terms = _unset_as_none(terms) if OmegaConf.is_config(terms) else dict(terms)
     constraints = teacher = None
-    for name, options in terms.items():
-        if not isinstance(options, Mapping) or not options.get("weight", 1.0):
-            continue
-        kind = _kind(name, options)
-        if kind == "ge" and constraints is None:
-            set_name = options.get("constraints") or "ud_universal"
-            upos_names = vocabs.upos.tokens
-            if set_name == "oracle":
-                if not labeled:
-                    raise ValueError(f"objective term {name!r}: oracle constraints need labeled trees")
-                constraints = load_constraints(
-                    "oracle", upos_names, heads=[s.heads for s in labeled],
-                    upos=[[u if u is not None else "_" for u in s.upos] for s in labeled],
-                    top_k=int(options.get("top_k", 20)),
-                )
-            else:
-                constraints = load_constraints(set_name, upos_names)
-        if kind == "kl" and teacher is None:
-            checkpoint = options.get("checkpoint")
-            if not checkpoint:
-                raise ValueError(f"objective term {name!r} (kl): set its checkpoint= (the teacher)")
-            try:
-                teacher_model, teacher_vocabs, _ = load_parser(checkpoint, device=device)
-            except CheckpointError as error:
-                raise CheckpointError(f"objective.terms.{name}.checkpoint: {error}") from error
-            if teacher_vocabs.state_dict() != vocabs.state_dict():
-                raise ValueError(
-                    f"objective term {name!r}: the teacher {checkpoint} was trained with other "
-                    "vocabularies than this run; train the student on the teacher's data"
-                )
-            for parameter in teacher_model.parameters():
-                parameter.requires_grad_(False)
-            teacher = teacher_model
+    for term in resolve_terms(terms):
+        if "constraints" in term.kind.needs and constraints is None:
+            constraints = _load_constraint_set(term, vocabs=vocabs, labeled=labeled)
+        if "teacher" in term.kind.needs and teacher is None:
+            teacher = _load_teacher(term, vocabs=vocabs, device=device)
     return build_objective(terms, constraints=constraints, teacher=teacher)
+
+
+def _load_constraint_set(term: TermSpec, *, vocabs: Vocabularies, labeled: Sequence[Sentence]):
+    set_name, upos_names = term.options.constraints or "ud_universal", vocabs.upos.tokens
+    if set_name != "oracle":
+        return load_constraints(set_name, upos_names)
+    if not labeled:
+        raise ValueError(f"objective term {term.name!r}: oracle constraints need labeled trees")
+    return load_constraints(
+        "oracle", upos_names, heads=[s.heads for s in labeled],
+        upos=[[u if u is not None else "_" for u in s.upos] for s in labeled],
+        top_k=int(term.options.top_k),
+    )
+
+
+def _load_teacher(term: TermSpec, *, vocabs: Vocabularies, device: torch.device | str) -> ParserModel:
+    checkpoint = term.options.checkpoint
+    if not checkpoint:
+        raise ValueError(f"objective term {term.name!r} ({term.kind.name}): set its checkpoint= (the teacher)")
+    try:
+        teacher, teacher_vocabs, _ = load_parser(checkpoint, device=device)
+    except CheckpointError as error:
+        raise CheckpointError(f"objective.terms.{term.name}.checkpoint: {error}") from error
+    if teacher_vocabs.state_dict() != vocabs.state_dict():
+        raise ValueError(
+            f"objective term {term.name!r}: the teacher {checkpoint} was trained with other "
+            "vocabularies than this run; train the student on the teacher's data"
+        )
+    for parameter in teacher.parameters():
+        parameter.requires_grad_(False)
+    return teacher

@@ -9,13 +9,15 @@ What each rank does (``W`` ranks, rank ``r``):
 - the process group is gloo on the CPU, NCCL on CUDA (``cuda:LOCAL_RANK``);
 - the training streams split each global batch by sentence (``BucketBatcher(num_replicas=W,
   rank=r)``): together the ranks see exactly the batches of one process;
-- the scorer runs under DDP, which averages gradients over ranks. Per-token losses (all but GE)
-  are multiplied by ``W * T_r / T`` (``T_r`` this rank's words, ``T`` the global batch's), so the
-  averaged gradient is that of ``sum / T``: the 1-process gradient of the same global batch.
-  GE terms all-reduce their ``GEAggregate`` (differentiable; its backward sums the ranks'
-  gradients, which DDP's average undoes), so every rank holds the global GE loss, unscaled.
-  The corpus-level GE cache is kept identical on every rank from all ranks' sentences (rank 0
-  checkpoints it; on resume every rank loads it);
+- the scorer runs under DDP, which averages gradients over ranks. The objective reduces itself:
+  ``WeightedSum(..., ranks=)`` with this module's ``ProcessGroupRanks`` (see
+  ``parser.objectives.weighted``).
+  Per-token losses are multiplied by ``W * T_r / T`` (``T_r`` this rank's words, ``T`` the global
+  batch's), so the averaged gradient is that of ``sum / T``: the 1-process gradient of the same
+  global batch. A term with an ``across_ranks`` hook (GE) sums its statistics over ranks
+  (differentiably; the backward sums the ranks' gradients, which DDP's average undoes), so every
+  rank holds its global loss, unscaled. The corpus-level GE cache is kept identical on every rank
+  from all ranks' sentences (rank 0 checkpoints it; on resume every rank loads it);
 - logged scalars are averaged over ranks (after the scaling above that is the global value);
   a step is skipped on every rank when the loss is non-finite on any;
 - rank 0 alone evaluates on dev (the scores are broadcast, so early stopping agrees), writes
@@ -37,7 +39,6 @@ import torch.distributed as dist
 from torch import Tensor, nn
 
 from parser.objectives.base import Output, ParserOutput
-from parser.objectives.ge import GEAggregate, GeneralizedExpectation
 from parser.objectives.weighted import WeightedSum
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "DistributedContext",
     "DistributedObjective",
     "DistributedParser",
+    "ProcessGroupRanks",
     "init_distributed",
 ]
 
@@ -273,6 +275,7 @@ class DistributedObjective:
             raise ValueError(f"DistributedObjective: expected a WeightedSum, got {type(objective).__name__}")  # noqa: TRY004
         self.objective = objective
         self.context = context
+        self.ranks = ProcessGroupRanks(context)
 
     def state_dict(self) -> dict[str, dict]:
         """The wrapped objective's state (the corpus GE cache is the same on every rank)."""
@@ -283,57 +286,49 @@ class DistributedObjective:
     ) -> tuple[list[str], list[str]]:
         return self.objective.load_state_dict(state, strict=strict)
 
+    def __call__(self, out: ParserOutput, batch, *, step: int = 0) -> Output:
+        return self.objective(out, batch, step=step, ranks=self.ranks)
+
+
+class ProcessGroupRanks:
+    """The process group as ``parser.objectives.base.Ranks``: what the objectives' reductions
+    across ranks call."""
+
+    def __init__(self, context: DistributedContext) -> None:
+        self.context = context
+        self.world_size = context.world_size
+
     def token_share(self, batch) -> float:
         """``W * T_r / T``: this rank's words over the global batch's, times the world size."""
         tokens = torch.tensor([float(batch.n_tokens)], dtype=torch.float64, device=self.context.device)
         dist.all_reduce(tokens)
-        return self.context.world_size * batch.n_tokens / max(float(tokens.item()), 1.0)
+        return self.world_size * batch.n_tokens / max(float(tokens.item()), 1.0)
 
-    def __call__(self, out: ParserOutput, batch, *, step: int = 0) -> Output:
-        share = self.token_share(batch)
-        total = None
-        logs: dict[str, Tensor] = {}
-        for term in self.objective.terms:
-            if not term.applies_to(batch):
-                continue
-            weight = term.weight_at(step)
-            if isinstance(term.objective, GeneralizedExpectation):
-                ge = term.objective
-                result, scale = ge.loss_of(global_ge_aggregate(ge, out, batch, self.context)), 1.0
-                result = Output(result.loss.to(out.dist.scores.dtype), result.logs)
-            else:
-                result, scale = term.objective(out, batch), share
-            if weight != 0.0:
-                part = weight * scale * result.loss
-                total = part if total is None else total + part
-            logs.update({f"{term.name}/{k}": v * scale for k, v in result.logs.items()})
-            logs[f"{term.name}/weight"] = torch.tensor(weight)
-        if total is None:  # a zero inside the graph, so that backward (and DDP) still run
-            scores = out.dist.scores
-            total = torch.where(torch.isfinite(scores), scores, 0.0).sum() * 0.0
-        logs["total"] = total.detach()
-        return Output(total, logs)
+    def sum(self, tensor: Tensor) -> Tensor:
+        return _SumOverRanks.apply(tensor)
 
-
-def global_ge_aggregate(
-    ge: GeneralizedExpectation, out: ParserOutput, batch, context: DistributedContext
-) -> GEAggregate:
-    """The GE totals of the global batch (``aggregate="batch"``) or of the corpus seen so far by
-    all ranks (``"corpus"``), the live part all-reduced with autograd. ``[K]`` float64 each."""
-    expected, counts = ge.sentence_expectations(out, batch)  # [B_r, K]
-    live_expected = _SumOverRanks.apply(expected.sum(0))
-    live_counts = counts.sum(0).clone()
-    dist.all_reduce(live_counts)
-    if ge.aggregate == "batch":
-        return GEAggregate(live_expected, live_counts)
-    if batch.index is None:
-        raise ValueError("GeneralizedExpectation(aggregate='corpus') needs batch.index (sentence ids)")
-    index, rows_expected, rows_counts = _gather_rows(batch.index.to(expected.device), expected.detach(), counts, context)
-    # Every rank holds the same cache: totals outside the global batch, plus its live sum.
-    zeros = torch.zeros_like(rows_expected)
-    cached_expected, cached_counts = ge.cache.corpus_totals(index, zeros, zeros)
-    ge.cache.update(index, rows_expected, rows_counts)
-    return GEAggregate(cached_expected + live_expected, cached_counts + live_counts)
+    def gather_rows(self, *rows: Tensor) -> tuple[Tensor, ...]:
+        """All ranks' ``rows`` (``[B_r]`` or ``[B_r, K]``) concatenated in rank order (gloo
+        gathers equal shapes only: rows are packed as float64, padded to the largest ``B_r`` and
+        cut again)."""
+        first = rows[0]
+        sizes = torch.tensor([first.shape[0]], device=first.device)
+        all_sizes = [torch.zeros_like(sizes) for _ in range(self.world_size)]
+        dist.all_gather(all_sizes, sizes)
+        width = int(max(s.item() for s in all_sizes))
+        columns = [row.reshape(first.shape[0], -1).to(torch.float64) for row in rows]
+        packed = torch.cat(columns, dim=1)
+        packed = torch.cat([packed, packed.new_zeros(width - first.shape[0], packed.shape[1])])
+        gathered = [torch.zeros_like(packed) for _ in range(self.world_size)]
+        dist.all_gather(gathered, packed)
+        together = torch.cat([g[: int(s.item())] for g, s in zip(gathered, all_sizes)])
+        found, start = [], 0
+        for row, column in zip(rows, columns):
+            part = together[:, start : start + column.shape[1]]
+            start += column.shape[1]
+            part = part.reshape(-1, *row.shape[1:])
+            found.append(part.to(row.dtype) if row.dtype.is_floating_point else part.round().to(row.dtype))
+        return tuple(found)
 
 
 class _SumOverRanks(torch.autograd.Function):
@@ -351,22 +346,3 @@ class _SumOverRanks(torch.autograd.Function):
         total = grad.clone(memory_format=torch.contiguous_format)
         dist.all_reduce(total)
         return total
-
-
-def _gather_rows(
-    index: Tensor, expected: Tensor, counts: Tensor, context: DistributedContext
-) -> tuple[Tensor, Tensor, Tensor]:
-    """All ranks' ``index [B_r]``, ``expected [B_r, K]``, ``counts [B_r, K]`` concatenated (gloo
-    gathers equal shapes only: rows are padded to the largest ``B_r`` and cut again)."""
-    sizes = torch.tensor([index.shape[0]], device=index.device)
-    all_sizes = [torch.zeros_like(sizes) for _ in range(context.world_size)]
-    dist.all_gather(all_sizes, sizes)
-    width = int(max(s.item() for s in all_sizes))
-    pad = width - index.shape[0]
-    packed = torch.cat([index.to(torch.float64)[:, None], expected, counts], dim=1)
-    packed = torch.cat([packed, packed.new_zeros(pad, packed.shape[1])])
-    gathered = [torch.zeros_like(packed) for _ in range(context.world_size)]
-    dist.all_gather(gathered, packed)
-    rows = torch.cat([g[: int(s.item())] for g, s in zip(gathered, all_sizes)])
-    k = expected.shape[1]
-    return rows[:, 0].round().long(), rows[:, 1 : 1 + k], rows[:, 1 + k :]
