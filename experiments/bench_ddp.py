@@ -41,11 +41,11 @@ with the same config: multiply it by N to keep each process's share. Give every 
 checkpoint to resume from (`trainer.resume=last`), so it needs no shared disk across nodes.
 
     # one machine, 2 CPU processes (gloo)
-    torchrun --standalone --nproc_per_node=2 -m parser.train experiment=quickstart hydra.run.dir=outputs/quickstart_ddp
+    torchrun --standalone --nproc_per_node=2 -m parser.cli.train experiment=quickstart hydra.run.dir=outputs/quickstart_ddp
     # one machine, 4 GPUs (NCCL, one process per GPU)
-    torchrun --standalone --nproc_per_node=4 -m parser.train experiment=ewt_biaffine trainer.device=cuda hydra.run.dir=outputs/ewt_ddp
+    torchrun --standalone --nproc_per_node=4 -m parser.cli.train experiment=ewt_biaffine trainer.device=cuda hydra.run.dir=outputs/ewt_ddp
     # 2 machines x 4 GPUs: run on each machine, NODE_RANK=0 on the one at $MASTER_HOST, 1 on the other
-    torchrun --nnodes=2 --node_rank=$NODE_RANK --nproc_per_node=4 --master_addr=$MASTER_HOST --master_port=29500 -m parser.train experiment=ewt_biaffine trainer.device=cuda hydra.run.dir=outputs/ewt_ddp
+    torchrun --nnodes=2 --node_rank=$NODE_RANK --nproc_per_node=4 --master_addr=$MASTER_HOST --master_port=29500 -m parser.cli.train experiment=ewt_biaffine trainer.device=cuda hydra.run.dir=outputs/ewt_ddp
     # resume any of them: the same command plus trainer.resume=last
 
 `trainer=ddp` makes a launch without torchrun an error instead of a 1-process run;

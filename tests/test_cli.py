@@ -13,12 +13,12 @@ import conllu
 import pytest
 import torch
 
+from parser.cli.evaluate import main as evaluate_main
+from parser.cli.predict import main as predict_main
+from parser.cli.shell import run_key_value_cli
 from parser.data.conllu_io import read_conllu, read_tokenized
-from parser.eval.cli import main as evaluate_main
 from parser.eval.validate import validate_conllu
-from parser.predict import main as predict_main
 from parser.tagger.predict import load_tagger, tag_sentences, upos_accuracy
-from parser.train.cli_args import run_key_value_cli
 from parser.train.loop import Trainer
 from tests.tagger.helpers import train_tiny_tagger
 from tests.train.helpers import TINY_MODEL, tiny_config
@@ -274,7 +274,7 @@ def test_training_entry_point_on_real_ewt(ud_root, tmp_path):
     test = _first_sentences(ewt / "en_ewt-ud-test.conllu", 60, tmp_path / "test.conllu")
     run_dir = tmp_path / "run"
     command = [
-        sys.executable, "-m", "parser.train", "experiment=quickstart", f"data.root={ud_root}",
+        sys.executable, "-m", "parser.cli.train", "experiment=quickstart", f"data.root={ud_root}",
         "data.max_train_sentences=300", f"data.dev_file={dev}", f"data.test_file={test}",
         *TINY_MODEL, "trainer.max_steps=12", "trainer.eval_every=6", "trainer.num_threads=1",
         "trainer.progress=false", f"hydra.run.dir={run_dir}",
@@ -290,7 +290,7 @@ def test_training_entry_point_on_real_ewt(ud_root, tmp_path):
 
 def test_training_entry_point_rejects_a_typo(tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "parser.train", "data=tiny", "trainer.max_stpes=3", f"hydra.run.dir={tmp_path}"],
+        [sys.executable, "-m", "parser.cli.train", "data=tiny", "trainer.max_stpes=3", f"hydra.run.dir={tmp_path}"],
         cwd=REPO, check=False, capture_output=True, text=True, timeout=120,
     )
     assert done.returncode != 0 and "max_stpes" in done.stderr

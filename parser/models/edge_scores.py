@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from torch import Tensor
 
 from parser.structs.parser_output import ParserOutput
+from parser.structs.projective_crf import ProjectiveTreeCRF
+from parser.structs.tree_crf import TreeCRF
 
 LABEL_MODES = ("joint", "classifier")
 CRF_KINDS = ("matrix_tree", "projective")
@@ -50,10 +52,6 @@ def to_output(
             f"edge_scores.labels has shape {tuple(rel_scores.shape)}; expected "
             f"{tuple(arcs.shape)} + (L,) to match edge_scores.arcs"
         )
-    # Imported here, not at the top: structs is a sibling layer, built in parallel.
-    from parser.structs.projective_crf import ProjectiveTreeCRF
-    from parser.structs.tree_crf import TreeCRF
-
     if crf == "projective":
         if rel_scores is not None and labels == "joint":
             raise ValueError("crf='projective' models unlabeled arcs: use labels='classifier' with it")

@@ -1,106 +1,23 @@
-"""Small builders the trainer and the command-line tools share: device, resume target, objective
-(with its GE constraints and KL teacher), and a parser restored from a checkpoint."""
+"""The training objective of a run: ``build_objective(terms)`` with the GE constraint set and the
+frozen KL teacher loaded here (the objectives themselves never read files)."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import torch
 from omegaconf import OmegaConf
 
-from parser.config import ModelConfig
 from parser.constraints import load_constraints
 from parser.data.conllu_io import Sentence
 from parser.data.vocab import Vocabularies
+from parser.inference import load_parser
 from parser.objectives import build_objective
-from parser.train.checkpoint import CheckpointError, CheckpointManager, load_checkpoint
-from parser.train.model import ParserModel, build_parser
+from parser.runtime.checkpoint import CheckpointError
 
-__all__ = [
-    "build_training_objective",
-    "load_parser",
-    "resolve_device",
-    "resolve_resume",
-]
+__all__ = ["build_training_objective"]
 
-log = logging.getLogger(__name__)
-
-
-def resolve_device(name: str) -> torch.device:
-    """``auto``: CUDA when present, else the CPU; otherwise a torch device name."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(name)
-    except RuntimeError as error:
-        raise ValueError(f"trainer.device={name!r}: not a device name ({error})") from error
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"trainer.device={name!r}: CUDA is not available on this machine")
-    return device
-
-
-def resolve_resume(
-    resume: str | None, *, checkpoints: CheckpointManager, run_dir: Path
-) -> dict[str, Any] | None:
-    """The checkpoint state to resume from, or None.
-
-    ``last``: the newest readable ``step-*.pt`` of this run's checkpoint directory, else of the
-    newest sibling run directory (``outputs/<name>/<time>/checkpoints``); a cut or corrupt file is
-    reported and the one before it used. A directory: its newest readable checkpoint. A file:
-    that checkpoint (refused if unreadable).
-    """
-    if not resume:
-        return None
-    if resume != "last":
-        path = Path(resume).expanduser()
-        if path.is_dir():
-            directory = path / "checkpoints" if (path / "checkpoints").is_dir() else path
-            found = CheckpointManager(directory, keep_last=1).load_latest()
-            if found is None:
-                raise CheckpointError(f"trainer.resume={resume}: no readable checkpoint in {directory}")
-            log.info("resuming from %s", found[0])
-            return found[1]
-        log.info("resuming from %s", path)
-        try:
-            return load_checkpoint(path)
-        except CheckpointError as error:
-            raise CheckpointError(f"trainer.resume: {error}") from error
-    found = checkpoints.load_latest()
-    if found is None:
-        siblings = sorted(
-            (d / "checkpoints" for d in run_dir.parent.glob("*") if d != run_dir),
-            key=lambda d: d.stat().st_mtime if d.is_dir() else 0.0,
-        )
-        for directory in reversed(siblings):
-            found = CheckpointManager(directory, keep_last=1).load_latest()
-            if found is not None:
-                break
-    if found is None:
-        raise CheckpointError(
-            f"trainer.resume=last: no readable checkpoint in {checkpoints.directory} nor in "
-            f"the other runs under {run_dir.parent}"
-        )
-    log.info("resuming from %s", found[0])
-    return found[1]
-
-
-def load_parser(
-    path: str | Path, *, device: torch.device | str = "cpu"
-) -> tuple[ParserModel, Vocabularies, dict]:
-    """The model, vocabularies and resolved config stored in a checkpoint (eval mode)."""
-    state = load_checkpoint(path, map_location="cpu")
-    for key in ("model", "vocabs", "config"):
-        if key not in state:
-            raise CheckpointError(f"checkpoint {path}: no {key!r} entry; not a parser checkpoint")
-    config = state["config"]
-    model_cfg = OmegaConf.merge(OmegaConf.structured(ModelConfig), config["model"])
-    vocabs = Vocabularies.from_state_dict(state["vocabs"])
-    model = build_parser(model_cfg, vocabs.sizes(), upos=vocabs.upos)
-    model.load_state_dict(state["model"])
-    return model.to(device).eval(), vocabs, config
 
 
 def _kind(name: str, options: Mapping) -> str:
