@@ -252,7 +252,7 @@ def test_bad_tagger_files_fail_before_any_output(trained, tagger, capsys, tmp_pa
 # -- sentence length and unknown words ------------------------------------------------------------
 
 def test_long_sentences_are_skipped_in_training_with_a_count(trained):
-    log = (trained / "cli.log").read_text()
+    log = (trained / "train.log").read_text()
     assert f"skipped 17 of 32 sentences longer than max_length={MAX_LENGTH}" in log
 
 
@@ -287,7 +287,7 @@ def test_unknown_words_are_counted_and_logged(trained, tagger, caplog, tmp_path)
         assert predict_main([f"checkpoint={trained / 'checkpoints' / 'best.pt'}", f"input={source}",
                              f"output={tmp_path / 'out.conllu'}", f"tagger={tagger}"]) == 0
     assert f"{source}: 3 of 6 words (50.0%) are unknown to the model's vocabulary" in caplog.text
-    log = (trained / "cli.log").read_text()
+    log = (trained / "train.log").read_text()
     assert f"{GOOD}: " in log and "are unknown to the model's vocabulary" in log  # dev and test
 
 
