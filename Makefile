@@ -28,7 +28,7 @@ data:
 		echo "  (then arrange data/ud/<lang_treebank>/<lang_treebank>-ud-{train,dev,test}.conllu)"; fi
 
 train: install data
-	$(PY) -m parser.train experiment=quickstart
+	$(PY) -m parser.cli.train experiment=quickstart
 
 test: install data
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2

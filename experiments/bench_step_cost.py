@@ -52,7 +52,7 @@ from parser.data import (
 )
 from parser.models import EdgeScores, build_scorer, scorer_options, to_output
 from parser.objectives import build_objective
-from parser.train.optim import build_optimizer, build_scheduler
+from parser.runtime.optim import build_optimizer, build_scheduler
 
 
 @dataclass(frozen=True)

@@ -127,13 +127,13 @@ class ModelConfig:
     labels: LabelMode = LabelMode.classifier
     single_root: bool = True
     # Decoding: the best projective tree (Eisner) instead of the maximum spanning tree. Training
-    # and every expectation stay non-projective; parser.eval / parser.predict projective=... override.
+    # and every expectation stay non-projective; parser-evaluate / parser-predict projective=... override.
     projective: bool = False
     # The tree distribution trained and decoded: matrix_tree (non-projective, parser.structs.TreeCRF)
-    # or projective (Eisner's inside algorithm, parser.structs.projective_crf; labels: classifier).
+    # or projective (Eisner's inside algorithm, parser.structs.ProjectiveTreeCRF; labels: classifier).
     crf: str = "matrix_tree"
     # After decoding, re-attach the words of these UPOS by the UD punct/cc guidelines (to the unit
-    # they separate: parser.structs.unit_attachment), e.g. [PUNCT, CCONJ]; [] = as decoded.
+    # they separate: parser.structs.attach_to_units), e.g. [PUNCT, CCONJ]; [] = as decoded.
     attach_to_units: list[str] = field(default_factory=list)
     # biaffine (Dozat & Manning 2017); use_words=False: the BiLSTM reads UPOS alone
     use_upos: bool = True

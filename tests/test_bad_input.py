@@ -15,9 +15,9 @@ import conllu
 import pytest
 import torch
 
-from parser.eval.cli import main as evaluate_main
-from parser.predict import main as predict_main
-from parser.train.cli import main as train_main
+from parser.cli.evaluate import main as evaluate_main
+from parser.cli.predict import main as predict_main
+from parser.cli.train import main as train_main
 from tests.tagger.helpers import train_tiny_tagger
 from tests.train.helpers import QUIET, TINY_MODEL
 
@@ -252,7 +252,7 @@ def test_bad_tagger_files_fail_before_any_output(trained, tagger, capsys, tmp_pa
 # -- sentence length and unknown words ------------------------------------------------------------
 
 def test_long_sentences_are_skipped_in_training_with_a_count(trained):
-    log = (trained / "cli.log").read_text()
+    log = (trained / "train.log").read_text()
     assert f"skipped 17 of 32 sentences longer than max_length={MAX_LENGTH}" in log
 
 
@@ -283,11 +283,11 @@ def test_unknown_words_are_counted_and_logged(trained, tagger, caplog, tmp_path)
     # "the" and "." are training words (data=tiny keeps every form); the other three are not.
     source = tmp_path / "unseen.txt"
     source.write_text("the zorblax qwimp .\nfrobnicate .\n")
-    with caplog.at_level(logging.INFO, logger="parser.train.inference"):
+    with caplog.at_level(logging.INFO, logger="parser.inference.parse"):
         assert predict_main([f"checkpoint={trained / 'checkpoints' / 'best.pt'}", f"input={source}",
                              f"output={tmp_path / 'out.conllu'}", f"tagger={tagger}"]) == 0
     assert f"{source}: 3 of 6 words (50.0%) are unknown to the model's vocabulary" in caplog.text
-    log = (trained / "cli.log").read_text()
+    log = (trained / "train.log").read_text()
     assert f"{GOOD}: " in log and "are unknown to the model's vocabulary" in log  # dev and test
 
 
@@ -350,7 +350,7 @@ def test_training_that_diverges_stops_with_status_1(lr, expected, capsys, tmp_pa
 def test_console_entry_point_exit_status(tmp_path):
     # The real process: sys.exit(main()) gives status 2 and one clean message.
     done = subprocess.run(
-        [sys.executable, "-m", "parser.train", "data=tiny", "trainer.max_stpes=3", f"hydra.run.dir={tmp_path}"],
+        [sys.executable, "-m", "parser.cli.train", "data=tiny", "trainer.max_stpes=3", f"hydra.run.dir={tmp_path}"],
         cwd=REPO, check=False, capture_output=True, text=True, timeout=120,
     )
     assert done.returncode == 2
@@ -368,11 +368,11 @@ def test_ge_on_text_without_upos_and_no_tagger(capsys, tmp_path):
 
 
 def test_tagger_entry_point_reports_bad_input(capsys, tmp_path):
-    from parser.tagger.train import main as tagger_main
+    from parser.cli.train_tagger import main as tagger_main
 
     run = f"hydra.run.dir={tmp_path / 'tagger'}"
     _fails(capsys, 2, tagger_main, ["data=tiny", "tagger.no_such_key=1", run],
-           "parser.tagger.train", "no_such_key")
+           "parser-train-tagger", "no_such_key")
     missing = tmp_path / "missing.conllu"
     _fails(capsys, 2, tagger_main, ["data=tiny", f"data.train_file={missing}", run],
-           "parser.tagger.train", f"data.train_file={missing}: no such file")
+           "parser-train-tagger", f"data.train_file={missing}: no such file")

@@ -5,6 +5,7 @@ run of the real training entry point on a few hundred EWT sentences."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,12 +14,12 @@ import conllu
 import pytest
 import torch
 
+from parser.cli.evaluate import main as evaluate_main
+from parser.cli.predict import main as predict_main
+from parser.cli.shell import run_key_value_cli
 from parser.data.conllu_io import read_conllu, read_tokenized
-from parser.eval.cli import main as evaluate_main
 from parser.eval.validate import validate_conllu
-from parser.predict import main as predict_main
 from parser.tagger.predict import load_tagger, tag_sentences, upos_accuracy
-from parser.train.cli_args import run_key_value_cli
 from parser.train.loop import Trainer
 from tests.tagger.helpers import train_tiny_tagger
 from tests.train.helpers import TINY_MODEL, tiny_config
@@ -227,6 +228,9 @@ def test_evaluate_gold_against_itself_and_a_corrupted_copy(fixtures, tmp_path, c
     pred = tmp_path / "pred.conllu"
     pred.write_text("\n".join(lines), encoding="utf-8")
     assert evaluate_main([f"gold={gold}", f"pred={pred}"]) == 0
+    assert "metrics: not written" in capsys.readouterr().out
+    assert not (tmp_path / "pred.metrics.json").exists()  # scoring a file writes nothing unasked
+    assert evaluate_main([f"gold={gold}", f"pred={pred}", "metrics=beside"]) == 0
     metrics = json.loads((tmp_path / "pred.metrics.json").read_text())
     n_words = metrics["n_words"]
     assert metrics["official"]["UAS"] == pytest.approx(100.0)
@@ -242,6 +246,31 @@ def test_evaluate_a_checkpoint_on_a_gold_file(checkpoint, fixtures, tmp_path, ca
     assert (tmp_path / "tiny-dev.pred.metrics.json").is_file()
     assert evaluate_main(["gold=/nope.conllu", "pred=/nope2.conllu"]) == 2
     assert "gold=/nope.conllu: no such file" in capsys.readouterr().err
+
+
+def test_evaluate_writes_beside_the_checkpoints_never_into_them(checkpoint, fixtures, tmp_path, capsys):
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    best = run / "checkpoints" / "best.pt"
+    shutil.copyfile(checkpoint, best)
+    final = run / "tiny-dev.pred.metrics.json"  # as the trainer's final evaluation writes it
+    final.write_text(json.dumps({"split": "dev", "las": 1.0}), encoding="utf-8")
+    gold = fixtures / "tiny-dev.conllu"
+    assert evaluate_main([f"checkpoint={best}", f"gold={gold}"]) == 0
+    assert f"metrics: {run / 'eval' / 'tiny-dev.pred.metrics.json'}" in capsys.readouterr().out
+    assert (run / "eval" / "tiny-dev.pred.conllu").is_file()
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["best.pt"]
+    assert json.loads(final.read_text()) == {"split": "dev", "las": 1.0}
+    # Asked to write into checkpoints/, or over the final evaluation's metrics: refused, unchanged.
+    assert evaluate_main([f"checkpoint={best}", f"gold={gold}", f"output={run / 'checkpoints'}"]) == 2
+    assert "checkpoints/ folder holds checkpoints only" in capsys.readouterr().err
+    pred = run / "eval" / "tiny-dev.pred.conllu"
+    assert evaluate_main([f"gold={gold}", f"pred={pred}", f"metrics={final}"]) == 2
+    assert "metrics of the run's final evaluation" in capsys.readouterr().err
+    assert json.loads(final.read_text()) == {"split": "dev", "las": 1.0}
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["best.pt"]
+    # A file parser-evaluate wrote itself may be replaced (a re-run).
+    assert evaluate_main([f"checkpoint={best}", f"gold={gold}"]) == 0
 
 
 def test_evaluate_with_predicted_upos(checkpoint, tagger, fixtures, tmp_path, capsys):
@@ -274,7 +303,7 @@ def test_training_entry_point_on_real_ewt(ud_root, tmp_path):
     test = _first_sentences(ewt / "en_ewt-ud-test.conllu", 60, tmp_path / "test.conllu")
     run_dir = tmp_path / "run"
     command = [
-        sys.executable, "-m", "parser.train", "experiment=quickstart", f"data.root={ud_root}",
+        sys.executable, "-m", "parser.cli.train", "experiment=quickstart", f"data.root={ud_root}",
         "data.max_train_sentences=300", f"data.dev_file={dev}", f"data.test_file={test}",
         *TINY_MODEL, "trainer.max_steps=12", "trainer.eval_every=6", "trainer.num_threads=1",
         "trainer.progress=false", f"hydra.run.dir={run_dir}",
@@ -290,7 +319,7 @@ def test_training_entry_point_on_real_ewt(ud_root, tmp_path):
 
 def test_training_entry_point_rejects_a_typo(tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "parser.train", "data=tiny", "trainer.max_stpes=3", f"hydra.run.dir={tmp_path}"],
+        [sys.executable, "-m", "parser.cli.train", "data=tiny", "trainer.max_stpes=3", f"hydra.run.dir={tmp_path}"],
         cwd=REPO, check=False, capture_output=True, text=True, timeout=120,
     )
     assert done.returncode != 0 and "max_stpes" in done.stderr

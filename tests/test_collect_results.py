@@ -28,7 +28,7 @@ ENTROPY_GE = {"likelihood": {"weight": 1.0}, "entropy": {"weight": 0.1, "warmup"
 def make_run(root: Path, name: str, *, terms: dict, size, seed: int, uas: float | None,
              las: float | None = None, official: bool = True, data: dict | None = None,
              trainer: dict | None = None) -> Path:
-    """A run directory as parser.train leaves it: .hydra/config.yaml and test metrics JSON."""
+    """A run directory as parser-train leaves it: .hydra/config.yaml and test metrics JSON."""
     run = root / name
     (run / ".hydra").mkdir(parents=True)
     config = {

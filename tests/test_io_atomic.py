@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from parser.io_atomic import atomic_write
+from parser.runtime.io_atomic import atomic_write
 
 
 def test_text_and_binary_bytes_as_given(tmp_path):

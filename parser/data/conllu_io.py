@@ -26,7 +26,7 @@ from typing import IO, Literal
 import conllu
 
 from parser.data.validate import ConlluError, check_text, parse_rows
-from parser.io_atomic import atomic_write
+from parser.runtime.io_atomic import atomic_write
 
 __all__ = [
     "Sentence",

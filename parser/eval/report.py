@@ -19,7 +19,7 @@ import torch
 
 from parser.eval.metrics import AttachmentMetric, universal_relations
 from parser.eval.official import official_scores
-from parser.io_atomic import atomic_write
+from parser.runtime.io_atomic import atomic_write
 
 __all__ = [
     "evaluation_report", "file_report", "format_report", "metrics_path_for", "read_trees",

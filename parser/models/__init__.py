@@ -1,5 +1,6 @@
 """Edge scorers: encoders that turn a Batch into arc scores ``[B, dep, head]`` and label scores
-``[B, dep, head, L]``, and the step from scores to the tree CRF (``to_output``)."""
+``[B, dep, head, L]``, the step from scores to the tree CRF (``to_output``), and the parser model
+that a checkpoint restores (``ParserModel``, ``build_parser``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from parser.models.biaffine import BiaffineScorer
 from parser.models.build import SCORERS, build_scorer, scorer_options
 from parser.models.edge_scores import LABEL_MODES, EdgeScores, to_output
 from parser.models.loglinear import LogLinearScorer
+from parser.models.parser_model import ParserModel, build_parser
 
 __all__ = [
     "LABEL_MODES",
@@ -14,6 +16,8 @@ __all__ = [
     "BiaffineScorer",
     "EdgeScores",
     "LogLinearScorer",
+    "ParserModel",
+    "build_parser",
     "build_scorer",
     "scorer_options",
     "to_output",

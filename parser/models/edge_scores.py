@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
-from parser.structs import ParserOutput
+from parser.structs import ParserOutput, ProjectiveTreeCRF, TreeCRF
 
 LABEL_MODES = ("joint", "classifier")
 CRF_KINDS = ("matrix_tree", "projective")
@@ -50,9 +50,6 @@ def to_output(
             f"edge_scores.labels has shape {tuple(rel_scores.shape)}; expected "
             f"{tuple(arcs.shape)} + (L,) to match edge_scores.arcs"
         )
-    # Imported here, not at the top: structs is a sibling layer, built in parallel.
-    from parser.structs import ProjectiveTreeCRF, TreeCRF
-
     if crf == "projective":
         if rel_scores is not None and labels == "joint":
             raise ValueError("crf='projective' models unlabeled arcs: use labels='classifier' with it")

@@ -56,7 +56,7 @@ __all__ = [
 
 STREAMS = ("labeled", "unlabeled", "any")
 NEEDS = ("upos", "constraints", "teacher")
-# The options through which the trainer finds what a need names (parser.train.components).
+# The options through which the trainer finds what a need names (parser.train.objective).
 NEED_OPTIONS = {"upos": (), "constraints": ("constraints", "top_k"), "teacher": ("checkpoint",)}
 TERM_OPTIONS = frozenset({"type", "weight", "warmup", "stream"})
 

@@ -1,5 +1,5 @@
 """The UPOS tagger: a BiLSTM-CRF over the linear-chain CRF of ``parser.structs.chain``, its
-objectives (likelihood, entropy, GE), training (``python -m parser.tagger.train``) and use
+objectives (likelihood, entropy, GE), training (``parser-train-tagger``, :mod:`parser.tagger.train`) and use
 (``load_tagger``, ``tag_sentences``)."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 ``configs/tagger/tagger.yaml`` starts its defaults with ``tagger_base_config`` (:class:`TaggerRunConfig`),
 so a misspelt key or a wrong type fails when the config is composed. The ``optim`` node reuses the
-parser's :class:`~parser.config.OptimConfig` (and ``parser.train.optim``).
+parser's :class:`~parser.config.OptimConfig` (and ``parser.runtime.optim``).
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ import torch
 from parser.data.batching import BucketBatcher, encode_all
 from parser.data.conllu_io import Sentence
 from parser.data.vocab import Vocabularies
+from parser.runtime.checkpoint import CheckpointError, load_checkpoint
 from parser.tagger.model import Tagger, tags_to_upos_ids
-from parser.train.checkpoint import CheckpointError, load_checkpoint
 
 __all__ = ["TrainedTagger", "load_tagger", "tag_sentences", "tagger_state", "upos_accuracy"]
 

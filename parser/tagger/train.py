@@ -1,10 +1,4 @@
-"""``python -m parser.tagger.train [overrides]``: train the UPOS tagger (Hydra, ``configs/tagger/``).
-
-Examples::
-
-    python -m parser.tagger.train data.treebank=en_ewt
-    python -m parser.tagger.train data=tiny tagger.max_epochs=2
-    python -m parser.tagger.train objective=semisup data.labeled_size=1000
+"""Training the UPOS tagger (``parser-train-tagger``, :mod:`parser.cli.train_tagger`).
 
 The loop draws ``(kind, batch)`` from the labeled / unlabeled stream, applies the weighted
 objective, clips and steps AdamW, evaluates UPOS accuracy on dev once per epoch (or every
@@ -17,18 +11,21 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 import torch
-from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from parser.tagger.config import register_tagger_configs, tagger_config_dir
+from parser.data.vocab import N_SPECIAL
+from parser.runtime.checkpoint import save_checkpoint
+from parser.runtime.optim import build_optimizer, build_scheduler
+from parser.tagger.data import build_constraints, load_tag_data
+from parser.tagger.model import Tagger
+from parser.tagger.objectives import build_tag_objective
+from parser.tagger.predict import TrainedTagger, load_tagger, tagger_state, upos_accuracy
 
-__all__ = ["main", "train"]
+__all__ = ["train"]
 
 log = logging.getLogger("parser.tagger")
 
@@ -36,14 +33,6 @@ log = logging.getLogger("parser.tagger")
 def train(cfg: DictConfig, *, run_dir: str | Path) -> dict:
     """Train with ``cfg`` and return ``{"dev": {...}, "test": {...} | None, "best_step", ...}``
     (also written to ``<run_dir>/results.json``)."""
-    from parser.data.vocab import N_SPECIAL
-    from parser.tagger.data import build_constraints, load_tag_data
-    from parser.tagger.model import Tagger
-    from parser.tagger.objectives import build_tag_objective
-    from parser.tagger.predict import TrainedTagger, load_tagger, tagger_state, upos_accuracy
-    from parser.train.checkpoint import save_checkpoint
-    from parser.train.optim import build_optimizer, build_scheduler
-
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     opts = cfg.tagger
@@ -136,23 +125,3 @@ def train(cfg: DictConfig, *, run_dir: str | Path) -> dict:
               flush=True)
     (run_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     return results
-
-
-def _hydra_main(cfg: DictConfig) -> None:
-    train(cfg, run_dir=Path(HydraConfig.get().runtime.output_dir))
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Hydra parses ``argv`` (default ``sys.argv[1:]``: overrides, ``--multirun``, ``--cfg job``).
-    Returns the exit status: 0, or 2 on bad input (a config that does not compose, a missing or
-    malformed file) with ``parser.tagger.train: error: <message>`` and no traceback — the same
-    shell as ``parser-train`` (``parser.train.cli_args.run_hydra_cli``)."""
-    from parser.train.cli_args import run_hydra_cli
-
-    register_tagger_configs()
-    return run_hydra_cli(_hydra_main, argv, prog="parser.tagger.train",
-                         config_dir=tagger_config_dir(), config_name="tagger")
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -38,8 +38,10 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
+from parser.models import EdgeScores, to_output
 from parser.objectives.base import Output, ParserOutput
 from parser.objectives.weighted import WeightedSum
+from parser.runtime.device import resolve_device
 
 __all__ = [
     "MODES",
@@ -168,8 +170,6 @@ def _env_int(name: str) -> int:
 def init_distributed(mode: str, *, device: str) -> DistributedContext:
     """The context for ``trainer.distributed=mode`` and ``trainer.device=device``; joins the
     process group when distributed (``env://``: ``MASTER_ADDR``, ``MASTER_PORT`` from torchrun)."""
-    from parser.train.components import resolve_device
-
     mode = str(getattr(mode, "value", mode))
     if mode not in MODES:
         raise ValueError(f"trainer.distributed={mode!r}: expected one of {', '.join(MODES)}")
@@ -178,7 +178,7 @@ def init_distributed(mode: str, *, device: str) -> DistributedContext:
     if mode == "on" and not launched:
         raise ValueError(
             "trainer.distributed=on: RANK/WORLD_SIZE are not set; launch with "
-            "`torchrun --nproc_per_node=N -m parser.train ...`"
+            "`torchrun --nproc_per_node=N -m parser.cli.train ...`"
         )
     if mode == "off" and world_size > 1:
         raise ValueError(
@@ -258,9 +258,6 @@ class DistributedParser:
         )
 
     def __call__(self, batch) -> ParserOutput:
-        from parser.models import to_output
-        from parser.models.edge_scores import EdgeScores
-
         arcs, labels = self.ddp(batch)
         return to_output(EdgeScores(arcs, labels), batch.lengths, labels=self.model.labels,
                          single_root=self.model.single_root, crf=self.model.crf)

@@ -11,9 +11,9 @@ import torch
 from parser.data.conllu_io import Treebank, write_conllu
 from parser.data.vocab import Vocabularies
 from parser.eval.report import file_report, metrics_path_for, write_metrics_json
-from parser.train.checkpoint import load_checkpoint
-from parser.train.inference import parse, write_predictions
-from parser.train.model import ParserModel
+from parser.inference import parse, write_predictions
+from parser.models.parser_model import ParserModel
+from parser.runtime.checkpoint import load_checkpoint
 
 __all__ = ["evaluate_split", "format_scores", "restore_best"]
 

@@ -28,16 +28,17 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from parser.data.vocab import Vocabularies
+from parser.inference import log_unknown_words, parse
+from parser.models.parser_model import ParserModel, build_parser
+from parser.runtime.checkpoint import CheckpointManager, capture_rng, restore_rng
+from parser.runtime.errors import NonFiniteError
+from parser.runtime.optim import build_optimizer, build_scheduler
 from parser.train.averaging import build_average, restore_average, swapped_in
-from parser.train.checkpoint import CheckpointManager, capture_rng, restore_rng
-from parser.train.components import build_training_objective, resolve_resume
-from parser.train.data import TrainingData, load_training_data
 from parser.train.distributed import init_distributed
-from parser.train.errors import NonFiniteError
-from parser.train.inference import log_unknown_words, parse
-from parser.train.model import ParserModel, build_parser
-from parser.train.optim import build_optimizer, build_scheduler
+from parser.train.objective import build_training_objective
+from parser.train.resume import resolve_resume
 from parser.train.tensorboard import RunLogger
+from parser.train.training_data import TrainingData, load_training_data
 
 __all__ = ["NonFiniteError", "TrainState", "Trainer"]
 

@@ -13,7 +13,7 @@ from parser.config import ModelConfig, ScorerKind
 from parser.data.vocab import Vocab
 from parser.models import LogLinearScorer
 from parser.models.loglinear import log_inverse_distance
-from parser.train.model import build_parser, upos_ids
+from parser.models.parser_model import build_parser, upos_ids
 from tests.models.batches import (
     N_UPOS,
     assert_padding_invariant,
@@ -100,7 +100,7 @@ def test_build_parser_maps_the_config_names() -> None:
 
 
 def test_trainer_and_checkpoint_carry_the_exempt_tags(tmp_path) -> None:
-    from parser.train.components import load_parser
+    from parser.inference import load_parser
     from parser.train.loop import Trainer
     from tests.train.helpers import tiny_config
 

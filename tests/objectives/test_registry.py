@@ -29,7 +29,7 @@ from parser.objectives import (
     terms_needing,
 )
 from parser.objectives.base import ParserOutput
-from parser.train.components import build_training_objective
+from parser.train.objective import build_training_objective
 from parser.train.loop import Trainer
 from tests.objectives.helpers import TreeCRF, make_batch, random_scores
 from tests.objectives.toy_objective import ExpectedLength

@@ -12,6 +12,7 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
 from parser.data.vocab import N_SPECIAL
+from parser.runtime.checkpoint import CheckpointError, save_checkpoint
 from parser.tagger.config import TagDataConfig, register_tagger_configs, tagger_config_dir
 from parser.tagger.data import load_tag_data
 from parser.tagger.model import Tagger
@@ -24,7 +25,6 @@ from parser.tagger.predict import (
     upos_accuracy,
 )
 from parser.tagger.train import train
-from parser.train.checkpoint import CheckpointError, save_checkpoint
 
 SMALL = ["tagger.word_dim=16", "tagger.char_dim=8", "tagger.char_hidden=8", "tagger.char_out=8",
          "tagger.lstm_hidden=16", "tagger.lstm_layers=1", "tagger.log_every=1"]

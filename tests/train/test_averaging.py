@@ -4,8 +4,8 @@ import pytest
 import torch
 from torch import nn
 
+from parser.runtime.checkpoint import load_checkpoint
 from parser.train.averaging import WeightAverage, build_average, restore_average
-from parser.train.checkpoint import load_checkpoint
 from parser.train.loop import Trainer
 from tests.train.helpers import tiny_config
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from parser.train.checkpoint import (
+from parser.runtime.checkpoint import (
     CheckpointError,
     CheckpointManager,
     capture_rng,

@@ -84,7 +84,7 @@ def test_tiny_paths_point_at_the_fixtures(fixtures):
 
 
 def test_a_teacher_left_unset_is_named_not_read_as_a_file_called_question_marks():
-    from parser.train.components import build_training_objective
+    from parser.train.objective import build_training_objective
 
     cfg = _compose("experiment=ge_alone_selftrain_en_ewt")
     with pytest.raises(ValueError, match=r"set its checkpoint= \(the teacher\)"):

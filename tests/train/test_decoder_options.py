@@ -1,6 +1,6 @@
 """Decoder options end to end: ``model.projective`` (Eisner), ``model.attach_to_units`` (the UD
 punct/cc rule) and ``model.crf=projective`` through a trainer run, its checkpoint and the
-``parser.eval`` / ``parser.predict`` overrides."""
+``parser-evaluate`` / ``parser-predict`` overrides."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from parser.predict import predict_file, tag_list
+from parser.cli.predict import tag_list
+from parser.inference import predict_file
 from parser.structs import attach_to_units, is_projective
 from tests.train.helpers import tiny_config
 
@@ -43,7 +44,7 @@ def checkpoint(tmp_path_factory):
 
 
 def test_checkpoint_keeps_the_decoder_and_overrides_change_it(checkpoint, tmp_path):
-    from parser.train.components import load_parser
+    from parser.inference import load_parser
 
     model, _, _ = load_parser(checkpoint)
     assert model.projective and model.unit_tags
@@ -69,7 +70,7 @@ def test_tag_list():
 
 
 def test_projective_crf_trains_with_ge(tmp_path):
-    from parser.train.components import load_parser
+    from parser.inference import load_parser
     from parser.train.loop import Trainer
 
     cfg = tiny_config("model=loglinear_unlexicalized", "model.crf=projective", "model.n_buckets=4096",
@@ -89,8 +90,8 @@ def test_projective_crf_trains_with_ge(tmp_path):
 def test_joint_labels_follow_re_attached_arcs():
     from torch import nn
 
+    from parser.models.parser_model import ParserModel
     from parser.structs import ParserOutput, TreeCRF
-    from parser.train.model import ParserModel
 
     gen = torch.Generator().manual_seed(2)
     lengths = torch.tensor([6, 4])
@@ -109,7 +110,7 @@ def test_joint_labels_follow_re_attached_arcs():
 
 
 def test_bad_decoder_options_fail_at_start_up(tmp_path, checkpoint):
-    from parser.predict import main as predict_main
+    from parser.cli.predict import main as predict_main
     from parser.train.loop import Trainer
 
     with pytest.raises(ValueError, match="model.crf='eisner': expected one of matrix_tree, projective"):

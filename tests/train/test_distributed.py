@@ -23,9 +23,9 @@ from parser.data.batching import BucketBatcher, encode_all
 from parser.data.conllu_io import read_conllu
 from parser.data.streams import strip_annotation
 from parser.data.vocab import Vocabularies
+from parser.models.parser_model import build_parser
 from parser.objectives import build_objective
 from parser.train.distributed import DistributedContext, _local_device, init_distributed
-from parser.train.model import build_parser
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 WORLD = 2

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from parser.train.checkpoint import load_checkpoint
+from parser.runtime.checkpoint import load_checkpoint
 from parser.train.loop import Trainer
 from tests.train.helpers import QUIET, TINY_MODEL, tiny_config
 
@@ -21,7 +21,7 @@ OPTIONS = ["trainer.max_steps=15", "trainer.eval_every=3", "trainer.keep_last=2"
 
 
 def _command(run_dir: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "parser.train", "data=tiny", *TINY_MODEL, *QUIET, *OPTIONS,
+    return [sys.executable, "-m", "parser.cli.train", "data=tiny", *TINY_MODEL, *QUIET, *OPTIONS,
             "trainer.num_threads=1", f"hydra.run.dir={run_dir}", *extra]
 
 

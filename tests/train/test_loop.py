@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from parser.data.batching import collate, encode_all
-from parser.train.checkpoint import load_checkpoint
+from parser.runtime.checkpoint import load_checkpoint
 from parser.train.loop import NonFiniteError, Trainer
 from tests.train.helpers import tiny_config
 

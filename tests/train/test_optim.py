@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from parser.config import OptimConfig
-from parser.train.optim import build_optimizer, build_scheduler, lr_factor
+from parser.runtime.optim import build_optimizer, build_scheduler, lr_factor
 
 
 def test_warmup_then_exponential_decay():

@@ -7,8 +7,8 @@ from parser.config import DataConfig
 from parser.data.conllu_io import read_conllu
 from parser.data.streams import LABELED, UNLABELED, TrainingStream, split_labeled, strip_annotation
 from parser.data.vocab import Vocabularies
-from parser.train.data import load_training_data
 from parser.train.loop import Trainer
+from parser.train.training_data import load_training_data
 from tests.train.helpers import tiny_config
 
 

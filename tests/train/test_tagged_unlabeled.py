@@ -11,9 +11,9 @@ import torch
 from parser.config import DataConfig
 from parser.data.conllu_io import read_conllu
 from parser.data.streams import UNLABELED
+from parser.runtime.checkpoint import CheckpointError
 from parser.tagger.predict import load_tagger, tag_sentences
-from parser.train.checkpoint import CheckpointError
-from parser.train.data import ge_term_names, load_training_data
+from parser.train.training_data import ge_term_names, load_training_data
 from tests.tagger.helpers import train_tiny_tagger
 
 GE = {"ge": {"weight": 1.0, "constraints": "ud_universal"}}
@@ -57,7 +57,7 @@ def _check_batches_carry(data, expected: list[list[str]]) -> None:
 def test_text_file_is_tagged_with_the_taggers_predictions(fixtures, tmp_path, tagger_path, caplog):
     text = tmp_path / "raw.txt"
     text.write_text("The cat sleeps .\nDogs bark loudly .\n")
-    with caplog.at_level(logging.INFO, logger="parser.train.data"):
+    with caplog.at_level(logging.INFO, logger="parser.train.training_data"):
         data = load_training_data(
             _config(fixtures, train_split=None, train_file=None, treebank="none",
                     unlabeled_file=str(text), tagger=str(tagger_path)),

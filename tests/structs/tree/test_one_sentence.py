@@ -1,4 +1,4 @@
-"""The one-sentence fast path (numpy around two LAPACK calls, parser.structs.one_sentence) against
+"""The one-sentence fast path (numpy around two LAPACK calls, parser.structs.tree.one_sentence) against
 the batched tensor path and the exact log-space elimination; and when TreeCRF takes it."""
 
 from __future__ import annotations

@@ -11,6 +11,11 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+import hydra
+from hydra.core.global_hydra import GlobalHydra
+from hydra.errors import HydraException
+from omegaconf.errors import OmegaConfBaseException
+
 __all__ = [
     "USER_ERRORS", "UsageError", "parse_bool", "parse_key_values", "run_hydra_cli", "run_key_value_cli",
 ]
@@ -57,7 +62,7 @@ def parse_bool(value: str | bool | None, *, option: str) -> bool:
     >>> parse_bool("maybe", option="retag")
     Traceback (most recent call last):
     ...
-    parser.train.cli_args.UsageError: retag=maybe: expected true or false
+    parser.cli.shell.UsageError: retag=maybe: expected true or false
     """
     if value is None or isinstance(value, bool):
         return bool(value)
@@ -118,11 +123,6 @@ def run_hydra_cli(
     Hydra prints its own errors and exits 1; here it is told to re-raise (``HYDRA_FULL_ERROR``,
     restored afterwards), and the global Hydra state is cleared so the call can be repeated in
     one process (tests, notebooks)."""
-    import hydra
-    from hydra.core.global_hydra import GlobalHydra
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
     argv = sys.argv[1:] if argv is None else list(argv)
     user_full_error = os.environ.get("HYDRA_FULL_ERROR")
     saved_argv = sys.argv
@@ -149,9 +149,6 @@ def run_hydra_cli(
 def _hydra_message(error: BaseException) -> str:
     """The error's text, followed by the OmegaConf reason of a Hydra composition error, as Hydra
     prints them ("Could not override 'trainer.max_stepz'" + "Key 'max_stepz' not in ...")."""
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
     text = str(error).strip()
     cause = error.__cause__
     if isinstance(error, HydraException) and isinstance(cause, OmegaConfBaseException):

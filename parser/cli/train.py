@@ -1,4 +1,4 @@
-"""``parser-train`` / ``python -m parser.train``: the Hydra entry point of training.
+"""``parser-train`` (or ``python -m parser.cli.train``): the Hydra entry point of training.
 
 Configs come from the repository's ``configs/`` (or ``$PARSER_CONFIG_DIR``); every option is a
 Hydra override, e.g. ``parser-train experiment=quickstart trainer.max_steps=100``. Outputs go to
@@ -9,13 +9,19 @@ their ``.metrics.json``.
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
+from parser.cli.shell import USER_ERRORS, run_hydra_cli
 from parser.config import config_dir, register_configs
+from parser.runtime.errors import NonFiniteError
+from parser.train.final import evaluate_split, format_scores, restore_best
+from parser.train.loop import Trainer
+from parser.train.tensorboard import flatten_hparams
 
 __all__ = ["main", "train"]
 
@@ -25,9 +31,6 @@ log = logging.getLogger("parser.train")
 def train(cfg: DictConfig, *, run_dir: str | Path) -> dict:
     """Train with ``cfg``, then score the best checkpoint on dev and test. Returns
     ``{"dev": report, "test": report, "state": ...}`` (reports from ``parser.eval.report``)."""
-    from parser.train.final import evaluate_split, format_scores, restore_best
-    from parser.train.loop import Trainer
-
     run_dir = Path(run_dir)
     trainer = Trainer(cfg, run_dir=run_dir)
     state = trainer.fit()
@@ -48,8 +51,6 @@ def train(cfg: DictConfig, *, run_dir: str | Path) -> dict:
             metrics[f"{name}/uas"] = official.get("UAS", report.get("uas"))
             metrics[f"{name}/las"] = official.get("LAS", report.get("las"))
     metrics["best_step"] = state.best_step
-    from parser.train.tensorboard import flatten_hparams
-
     trainer.logger.hparams(
         flatten_hparams(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)), metrics
     )
@@ -59,9 +60,6 @@ def train(cfg: DictConfig, *, run_dir: str | Path) -> dict:
 
 
 def _hydra_main(cfg: DictConfig) -> None:
-    from parser.train.cli_args import USER_ERRORS
-    from parser.train.errors import NonFiniteError
-
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
         train(cfg, run_dir=run_dir)
@@ -75,10 +73,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``--multirun``, ``--cfg job``). Returns the exit status: 0; 2 on bad input (a config that
     does not compose, a missing, misplaced or malformed file, an unknown treebank), with
     ``parser-train: error: <message>`` on stderr and no traceback; 1 when training stopped on
-    non-finite steps (see ``parser.train.cli_args.run_hydra_cli``)."""
-    from parser.train.cli_args import run_hydra_cli
-    from parser.train.errors import NonFiniteError
-
+    non-finite steps (see :func:`parser.cli.shell.run_hydra_cli`)."""
     register_configs()
     return run_hydra_cli(_hydra_main, argv, prog="parser-train", config_dir=config_dir(),
                          config_name="config", failures=(NonFiniteError,))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -17,8 +17,8 @@ from parser.config import LabelMode, ModelConfig, ScorerKind
 from parser.constraints.spec import UPOS_TAGS
 from parser.data.batch import Batch
 from parser.data.vocab import Vocab
-from parser.models import build_scorer, scorer_options, to_output
-from parser.models.edge_scores import CRF_KINDS
+from parser.models.build import build_scorer, scorer_options
+from parser.models.edge_scores import CRF_KINDS, to_output
 from parser.structs import ParserOutput, attach_to_units
 
 __all__ = ["ParserModel", "build_parser", "scorer_kwargs", "upos_ids"]

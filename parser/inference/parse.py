@@ -2,7 +2,7 @@
 and the UPOS a parser reads (taken from the input or from a trained tagger).
 
 Used by the trainer (dev evaluation every k steps, final dev/test evaluation), ``parser-predict``
-and ``parser-evaluate``. No length limit applies here: every sentence is parsed.
+and ``parser-evaluate`` (through :func:`parser.inference.predict_file`). No length limit applies here: every sentence is parsed.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from parser.data.batching import BucketBatcher, encode_all
 from parser.data.conllu_io import Sentence, write_conllu
 from parser.data.vocab import UNK, Vocabularies
 from parser.eval.metrics import AttachmentMetric
-from parser.train.model import ParserModel
+from parser.models.parser_model import ParserModel
+from parser.tagger.predict import TrainedTagger, tag_sentences
 
 __all__ = [
     "Predictions", "log_unknown_words", "missing_upos", "parse", "reads_upos", "tag_input",
@@ -124,13 +125,11 @@ def missing_upos(sentences: Sequence[Sentence]) -> tuple[int, int]:
 
 
 def tag_input(
-    sentences: Sequence[Sentence], tagger, *, retag: bool, tokens_per_batch: int
+    sentences: Sequence[Sentence], tagger: TrainedTagger, *, retag: bool, tokens_per_batch: int
 ) -> tuple[list[Sentence], list[list[str]]]:
     """UPOS from ``tagger`` (a :class:`~parser.tagger.predict.TrainedTagger`): for every word when
     ``retag``, else only for the words whose UPOS is ``_`` (the given tags are kept). Returns new
     sentences carrying the tags (the caller's are untouched) and the UPOS column to write."""
-    from parser.tagger.predict import tag_sentences
-
     predicted = tag_sentences(tagger, sentences, tokens_per_batch=tokens_per_batch)
     columns = [
         list(tags) if retag else [given if given is not None else guess

@@ -2,7 +2,7 @@
 
 A checkpoint is a plain dict saved with ``torch.save`` and read back with ``weights_only=True``
 (only tensors and Python containers/scalars inside: the trainer converts everything else).
-Writes go through :func:`parser.io_atomic.atomic_write` (temporary file, fsync, rename), so a
+Writes go through :func:`parser.runtime.io_atomic.atomic_write` (temporary file, fsync, rename), so a
 crash (kill -9 included) leaves either the old file or the new one, never half of one.
 """
 
@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from parser.io_atomic import atomic_write
+from parser.runtime.io_atomic import atomic_write
+from parser.runtime.user_files import output_dir
 
 __all__ = [
     "CheckpointError",
@@ -97,8 +98,6 @@ class CheckpointManager:
         """Create the directory before training starts (a bad path fails now, not at the first
         checkpoint), and refuse one holding another run's checkpoints unless ``resuming``: a
         fresh run would overwrite and prune them. ``option`` names the setting in errors."""
-        from parser.train.user_files import output_dir
-
         output_dir(self.directory, option=option)
         found = self.step_files() + ([self.best_path] if self.best_path.exists() else [])
         if found and not resuming:

@@ -20,8 +20,10 @@ from parser.data.conllu_io import Sentence, Treebank, read_conllu, read_tokenize
 from parser.data.paths import resolve_ud_root, treebank_file
 from parser.data.streams import TrainingStream, split_labeled, strip_annotation
 from parser.data.vocab import Vocabularies
-from parser.train.checkpoint import CheckpointError
-from parser.train.user_files import input_file
+from parser.inference import missing_upos, tag_input
+from parser.runtime.checkpoint import CheckpointError
+from parser.runtime.user_files import input_file
+from parser.tagger.predict import load_tagger
 
 __all__ = [
     "TrainingData", "eval_batcher", "ge_term_names", "load_training_data", "read_split",
@@ -82,8 +84,6 @@ def tag_unlabeled(
     """``sentences`` with UPOS from ``cfg.tagger`` where theirs is ``_`` (every word when
     ``cfg.retag_unlabeled``); unchanged when there is nothing to tag. Without a tagger, missing
     UPOS is an error when ``upos_needed_by`` names a consumer (a GE term reads UPOS)."""
-    from parser.train.inference import missing_upos, tag_input
-
     missing, total = missing_upos(sentences)
     if not cfg.tagger:
         if cfg.retag_unlabeled:
@@ -98,8 +98,6 @@ def tag_unlabeled(
     if not missing and not cfg.retag_unlabeled:
         log.info("data.tagger: the unlabeled text has UPOS on every word; not tagged")
         return sentences
-    from parser.tagger.predict import load_tagger
-
     try:
         tagger = load_tagger(input_file(cfg.tagger, option="data.tagger"))
     except CheckpointError as error:
