@@ -19,8 +19,8 @@ import argparse
 import itertools
 import json
 import re
-from enum import Enum
 from collections.abc import Iterable, Sequence
+from enum import Enum
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
@@ -44,7 +44,7 @@ def published_commands(paths: Iterable[Path]) -> list[tuple[str, list[str]]]:
     >>> import tempfile
     >>> d = Path(tempfile.mkdtemp()); (d / "a.md").write_text("x `python -m parser.train "
     ...     "experiment=ge_<tb> trainer.seed=1 hydra.run.dir=o \\\\\\n  optim.lr=1`")
-    86
+    91
     >>> published_commands([d / "a.md"])[:2]
     [('a.md:1', ['experiment=ge_en_ewt', 'trainer.seed=1', 'optim.lr=1']), ('a.md:1', ['experiment=ge_de_gsd', 'trainer.seed=1', 'optim.lr=1'])]
     """
