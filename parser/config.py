@@ -10,6 +10,7 @@ ones (a device string, a path) are plain strings checked when the run starts.
 
 from __future__ import annotations
 
+import difflib
 import os
 from dataclasses import dataclass, field
 from enum import Enum
@@ -17,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import OmegaConf
+from hydra.errors import ConfigCompositionException
+from omegaconf import DictConfig, OmegaConf
 
 __all__ = [
     "Average",
@@ -34,6 +36,7 @@ __all__ = [
     "OptimName",
     "ScorerKind",
     "TrainerConfig",
+    "check_known_keys",
     "config_dir",
     "register_configs",
 ]
@@ -108,6 +111,13 @@ class DataConfig:
     unlabeled_file: str | None = None  # CoNLL-U or one tokenised sentence per line
     unlabeled_ratio: float = 1.0  # unlabeled batches per labeled batch
     subset_seed: int = 0  # which sentences form the labeled subset (nested across sizes)
+    # Treebank facts, set by configs/data/<treebank>.yaml and read by the experiment families
+    # (``train_split: ${data.unlabeled_split}``): the split whose sentences, trees removed, are
+    # the unlabeled text of a run without trees (dev where no train file is distributed; test
+    # where test alone is: transductive), and the training sentence length cap of the small
+    # CPU-sized families (higher where sentences are long).
+    unlabeled_split: str = "train"
+    short_max_length: int = 60
     # Predicted UPOS for the unlabeled text: a tagger checkpoint (parser.tagger) tags the words
     # whose UPOS is '_' (a tokenised text file: every word); retag_unlabeled replaces the given
     # UPOS of the unlabeled part too (the "predicted tags" setting on a treebank with gold tags).
@@ -228,7 +238,45 @@ class Config:
     optim: OptimConfig = field(default_factory=OptimConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
+    # The experiment family (configs/experiment/<family>.yaml) that set this config; with the
+    # treebank it names the run (``name: ${family}/${data.treebank}``) and its output folder.
+    family: str = "run"
     name: str = "run"  # a label for the run (hparams, metrics JSON)
+
+
+def check_known_keys(cfg: DictConfig, *, path: str = "") -> None:
+    """Raise ``ConfigCompositionException`` naming every key of ``cfg`` that its schema lacks.
+
+    A typed node rejects an unknown key on a plain override (``trainer.max_step=10``), but Hydra's
+    ``+``/``++`` adds it anyway (by design: they force the addition into a structured config), so
+    ``+trainer.max_step=10`` would compose and be silently ignored by the trainer. Open nodes
+    (``objective.terms``: each term's options are checked by the objective builder) are skipped.
+
+    >>> register_configs()
+    >>> cfg = OmegaConf.structured(Config)
+    >>> OmegaConf.update(cfg, "trainer.max_step", 10, force_add=True)
+    >>> check_known_keys(cfg)
+    Traceback (most recent call last):
+    ...
+    hydra.errors.ConfigCompositionException: unknown config key trainer.max_step (did you mean trainer.max_steps?): the schema (parser/config.py TrainerConfig) has no such field
+    """
+    schema = OmegaConf.get_type(cfg)
+    fields = getattr(schema, "__dataclass_fields__", None)
+    for key in cfg:
+        dotted = f"{path}.{key}" if path else str(key)
+        if path == "" and key == "hydra":
+            continue  # Hydra's own node (present in a job's config), typed by Hydra
+        if fields is not None and key not in fields:
+            close = difflib.get_close_matches(str(key), list(fields), n=1)
+            hint = f" (did you mean {path + '.' if path else ''}{close[0]}?)" if close else ""
+            raise ConfigCompositionException(
+                f"unknown config key {dotted}{hint}: the schema (parser/config.py "
+                f"{schema.__name__}) has no such field"
+            )
+        child = cfg._get_node(key)
+        if fields is not None and isinstance(child, DictConfig) and not child._is_missing() \
+                and not child._is_none():
+            check_known_keys(child, path=dotted)
 
 
 def config_dir() -> Path:
@@ -246,10 +294,14 @@ def config_dir() -> Path:
 
 
 def register_configs() -> None:
-    """Store the schemas (idempotent) and the ``repo_root`` resolver used by the tiny data config."""
+    """Store the schemas (idempotent), the ``repo_root`` resolver used by the tiny data config
+    and the ``term_names`` resolver used by the sweeps' folder names."""
     ConfigStore.instance().store(name="base_config", node=Config)
     if not OmegaConf.has_resolver("repo_root"):
         OmegaConf.register_new_resolver("repo_root", lambda: str(REPO_ROOT))
+    if not OmegaConf.has_resolver("term_names"):
+        # ``${term_names:${objective.terms}}`` -> ``likelihood+entropy``: a sweep's arm folder.
+        OmegaConf.register_new_resolver("term_names", lambda terms: "+".join(terms))
 
 
 register_configs()

@@ -323,3 +323,16 @@ def test_training_entry_point_rejects_a_typo(tmp_path):
         cwd=REPO, check=False, capture_output=True, text=True, timeout=120,
     )
     assert done.returncode != 0 and "max_stpes" in done.stderr
+
+
+def test_training_entry_point_rejects_a_key_forced_in_with_plus(tmp_path):
+    """Hydra's ``+`` adds any key to a typed config; parser-train refuses it before training."""
+    run_dir = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, "-m", "parser.cli.train", "data=tiny", "+trainer.max_step=10",
+         f"hydra.run.dir={run_dir}"],
+        cwd=REPO, check=False, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "trainer.max_step" in done.stderr and "max_steps" in done.stderr
+    assert not (run_dir / "checkpoints").exists()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -205,7 +206,7 @@ def test_ssl_sweep_configs_group_as_arms(tmp_path: Path) -> None:
     jobs = []
     for name, sweep in sweeps.items():
         params = sweep.hydra.sweeper.params
-        for arm in str(params.experiment).split(","):
+        for arm in re.findall(r"\[[^]]*\]|[^,]+", str(params.objective)):  # a,b,[c,d]
             jobs.append((name, arm, str(params["data.labeled_size"]).split(",")))
     assert sum(len(sizes) for _, _, sizes in jobs) == 5 * 2 + 2 + 2 + 2
     uas = 50.0
@@ -213,7 +214,7 @@ def test_ssl_sweep_configs_group_as_arms(tmp_path: Path) -> None:
         for name, arm, sizes in jobs:
             # One composition per arm (composing is the slow part); sizes and seeds only
             # change their own keys.
-            cfg = compose("config", overrides=[f"+sweep={name}", f"experiment={arm}"])
+            cfg = compose("config", overrides=[f"+sweep={name}", "experiment=ssl_ewt", f"objective={arm}"])
             for size in sizes:
                 for seed in (1, 2):
                     cfg.data.labeled_size = None if size == "null" else int(size)
@@ -247,12 +248,13 @@ def test_ge_alone_sweep_uses_no_trees(tmp_path: Path) -> None:
     from parser.config import config_dir, register_configs
 
     register_configs()
-    sweep = OmegaConf.load(config_dir() / "sweep" / "ge_alone.yaml")
-    arms = str(sweep.hydra.sweeper.params.experiment).split(",")
+    sweep = OmegaConf.load(config_dir() / "sweep" / "treebanks.yaml")
+    treebanks = str(sweep.hydra.sweeper.params.data).split(",")
     train_splits = {}
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
-        for arm in arms:
-            cfg = compose("config", overrides=["+sweep=ge_alone", f"experiment={arm}"])
+        for treebank in treebanks:
+            arm = f"ge_alone_{treebank}"
+            cfg = compose("config", overrides=["+sweep=treebanks", "experiment=ge_alone", f"data={treebank}"])
             assert objective_label(OmegaConf.to_container(cfg.objective.terms)) == "GE"
             assert cfg.objective.terms.ge.constraints == "ud_universal"
             assert cfg.data.labeled_size == 0 and cfg.data.labeled_fraction is None

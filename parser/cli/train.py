@@ -17,7 +17,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from parser.cli.shell import USER_ERRORS, run_hydra_cli
-from parser.config import config_dir, register_configs
+from parser.config import check_known_keys, config_dir, register_configs
 from parser.runtime.errors import NonFiniteError
 from parser.train.final import evaluate_split, format_scores, restore_best
 from parser.train.loop import Trainer
@@ -60,6 +60,7 @@ def train(cfg: DictConfig, *, run_dir: str | Path) -> dict:
 
 
 def _hydra_main(cfg: DictConfig) -> None:
+    check_known_keys(cfg)  # Hydra's ``+`` forces unknown keys into the typed config
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
         train(cfg, run_dir=run_dir)
