@@ -28,10 +28,13 @@ def _parts(single_root: bool):
 def _verdict(fact, factors, cancelled, *, error=0.0, marginal_rows=None):
     """The trust test with sentence 0's determinant (log_det and log Z) off by ``error``."""
     moved = torch.tensor([error, 0.0, 0.0], dtype=torch.float64)
-    return trust(cancelled, fact.diag_u, fact.pivots,
-                 factors.marginal_rows if marginal_rows is None else marginal_rows, fact.rows,
-                 fact.log_z + moved, fact.log_det + moved, fact.log_head_functions, fact.gap_ok,
-                 fact.padding, fact.constants, 1e-9)[0]
+    log_z, log_det = fact.log_z, fact.log_det
+    fact.log_z, fact.log_det = log_z + moved, log_det + moved
+    try:
+        rows = factors.marginal_rows if marginal_rows is None else marginal_rows
+        return trust(fact, rows, cancelled, tol=1e-9)[0]
+    finally:
+        fact.log_z, fact.log_det = log_z, log_det
 
 
 @pytest.mark.parametrize("single_root", [True, False])
