@@ -20,7 +20,7 @@ from torch import Tensor
 if TYPE_CHECKING:  # (annotations only: laplacian imports this module)
     from parser.structs.tree.laplacian import Factorization
 
-__all__ = ["TrustParts", "error_terms", "trust", "trust_parts"]
+__all__ = ["ErrorTerms", "TrustParts", "error_terms", "trust", "trust_parts"]
 
 EPS64 = torch.finfo(torch.float64).eps
 # exp(-MAX_GAP) is float64's smallest normal number (MAX_GAP = 708.4): a weight further below its
@@ -46,7 +46,19 @@ class TrustParts(NamedTuple):
     lowest: float  # the smallest marginal
 
 
-def error_terms(parts: TrustParts, *, n: int, tol: float) -> tuple[float, ...]:
+class ErrorTerms(NamedTuple):
+    """The trust test's terms (:func:`error_terms`), each ``<= tol`` where trusted."""
+
+    rounding: float  # eps N cancelled: LU's error bound on log Z and each marginal
+    row_low: float  # 1 - lowest row sum
+    row_high: float  # highest row sum - 1
+    entropy_low: float  # -H - slack (E[score] <= log Z)
+    log_z_high: float  # log_det - log_head_functions - slack (log Z <= sum_d logsumexp_h)
+    negative: float  # -1e300 * the smallest marginal
+    det_sign: float  # -sign(det M)
+
+
+def error_terms(parts: TrustParts, *, n: int, tol: float) -> ErrorTerms:
     """The error terms of the trust test, each ``<= tol`` where the LU result is trusted (NaN
     fails); ``n`` words. Affine in ``parts`` (:func:`term_matrix` relies on it).
 
@@ -76,8 +88,8 @@ def error_terms(parts: TrustParts, *, n: int, tol: float) -> tuple[float, ...]:
     """
     p = parts
     slack = tol * p.score_size
-    return (EPS64 * max(n, 1) * p.cancelled, 1.0 - p.low, p.high - 1.0, p.expected - p.log_z - slack,
-            p.log_det - p.log_head_functions - slack, -NEGATIVE_SCALE * p.lowest, -p.det_sign)
+    return ErrorTerms(EPS64 * max(n, 1) * p.cancelled, 1.0 - p.low, p.high - 1.0, p.expected - p.log_z - slack,
+                      p.log_det - p.log_head_functions - slack, -NEGATIVE_SCALE * p.lowest, -p.det_sign)
 
 
 @lru_cache(maxsize=256)
