@@ -334,12 +334,6 @@ def matrix_tree(
         cancelled = torch.linalg.vector_norm(scratch, 1, dim=(-1, -2))  # |M| * |B^T|, summed
         marginal_rows = solved.addcmul_(diag.clone(), spread).mul_(weights)
         solved = None
-    tested = (fact.diag_u, marginal_rows, fact.rows, fact.log_z, fact.log_det, fact.log_head_functions)
-    if scores.requires_grad:  # detach only when there is a graph
-        tested = tuple(t.detach() for t in tested)
-    diag_u, tested_marginals, rows, log_z, log_det, log_head_functions = tested
-    trusted, expected = trust(cancelled, diag_u, fact.pivots, tested_marginals, rows, log_z, log_det,
-                              log_head_functions, fact.gap_ok, fact.padding, constants, tolerance,
-                              scratch=scratch)
+    trusted, expected = trust(fact, marginal_rows, cancelled, tol=tolerance, scratch=scratch)
     return LaplacianFactors(weights, solved, fact.log_z, marginal_rows, trusted, expected,
                             single_root=single_root, inverse=inverse, factorization=fact)

@@ -1,12 +1,11 @@
 """The LU fast path of :mod:`.laplacian` for one unpadded sentence on the CPU without autograd.
 
-Same mathematics and the same error terms as the trust test (:func:`.trust.error_terms`; the
-determinant's sign and negative marginals checked directly; the entropy's upper bound is the
-tighter sum of the words' head entropies, a log per arc being cheap here), but in numpy on views of the
-tensors: a call is ~25 elementwise operations around two LAPACK calls (slogdet, solve), and at
-sentence sizes a numpy operation costs ~1 us where a torch one costs several (more again when
-numpy and torch calls alternate). This is what one-sentence-at-a-time use pays per call (a
-parsing server; the TACL paper's Table 1). Batches stay in torch; tests compare the two paths.
+Same mathematics and the same trust test (:func:`.trust.error_terms` on the same
+:class:`.trust.TrustParts`), but in numpy on views of the tensors: a call is ~20 elementwise
+operations around two LAPACK calls (slogdet, solve), and at sentence sizes a numpy operation
+costs ~1 us where a torch one costs several (more again when numpy and torch calls alternate).
+This is what one-sentence-at-a-time use pays per call (a parsing server; the TACL paper's
+Table 1). Batches stay in torch; tests compare the two paths.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from torch import Tensor
 
 from parser.structs import common
 from parser.structs.tree import laplacian
-from parser.structs.tree.trust import SMALLEST_NORMAL, error_terms
+from parser.structs.tree.trust import SMALLEST_NORMAL, TrustParts, error_terms
 
 __all__ = ["one_sentence_factors"]
 
@@ -92,7 +91,10 @@ def one_sentence_factors(scores: Tensor, *, single_root: bool, tol: float):
     if single_root:
         table[:, 1] = weights[:, 0]  # Koo et al.: word 1's column := ROOT's
     lap = table[:, 1:]
-    sign, log_det = _slogdet(lap)  # two LAPACK calls cost less than torch's LU + solve
+    # LU of M^T, as torch's path and the solve below: M is row diagonally dominant (but for
+    # single root's word-1 column), so M^T's partial pivoting keeps the growth small, which
+    # the trust test's rounding bound assumes (M's own LU: log Z off by 5e-7, trusted; measured).
+    sign, log_det = _slogdet(lap.T)  # two LAPACK calls cost less than torch's LU + solve
     if not sign > 0:  # no tree (a word without heads), or rounding flipped the sign: exact path
         solved = np.full_like(rhs, np.nan)
     else:
@@ -102,27 +104,25 @@ def one_sentence_factors(scores: Tensor, *, single_root: bool, tol: float):
     marginal_rows *= weights
     finite = rows
     off_arcs = finite == -np.inf
-    # No real arc more than MAX_GAP below its word's best (weight subnormal or 0; lu_trust): the
+    # No real arc more than MAX_GAP below its word's best (weight subnormal or 0; see .trust): the
     # weights below the smallest normal number are exactly the off arcs'. (Two counts cost less
     # than a masked minimum per row.)
     gap_ok = int(np.count_nonzero(weights < SMALLEST_NORMAL)) == int(np.count_nonzero(off_arcs))
     np.copyto(finite, 0.0, where=off_arcs)
     expected = np.vdot(marginal_rows, finite)
-    entropy = log_z - expected
+    # sum_d log sum_h w(h, d), ROOT included (single root: ``incoming`` left it out)
+    totals = incoming + weights[:, 0] if single_root else incoming
+    log_head_functions = _sum(np.log(totals), None)
     # Large arrays: reuse ``table`` as scratch (a fresh one costs page faults on first touch).
     np.multiply(table, solved, out=table)
     cancelled = _sum(np.abs(table, out=table), None)
     score_size = _sum(np.abs(finite, out=table), None)
-    # A negative marginal fails the test below (as log's NaN does in torch's); abs keeps numpy's
-    # warnings out (np.errstate would cost more than the rest of a small call).
-    logs = np.abs(marginal_rows, out=table)
-    logs += 1e-300
-    plogp = np.vdot(marginal_rows, _in_place(np.log, torch.log, logs))
     sums = _sum(marginal_rows, 1)
     # A NaN anywhere reaches a term (min/max propagate it) and fails its comparison.
-    terms = error_terms(n, tol, float(cancelled), float(entropy), float(score_size), float(plogp),
-                        float(_min(sums, 0)), float(_max(sums, 0)), float(_min(marginal_rows, None)))
-    trusted = bool(sign > 0) and gap_ok and all(term <= tol for term in terms)  # NaN fails
+    parts = TrustParts(float(cancelled), float(log_z), float(expected), float(score_size), float(log_det),
+                       float(log_head_functions), float(_min(sums, 0)), float(_max(sums, 0)), float(sign),
+                       float(_min(marginal_rows, None)))
+    trusted = gap_ok and all(term <= tol for term in error_terms(parts, n=n, tol=tol))  # NaN fails
     return (torch.from_numpy(weights[None]), torch.from_numpy(solved[None]),
             torch.from_numpy(np.array([log_z])), torch.from_numpy(marginal_rows[None]), trusted,
             torch.from_numpy(np.array([expected])))

@@ -8,7 +8,7 @@ import torch
 
 from parser.structs import TreeCRF
 from parser.structs.tree.laplacian import Factorization, matrix_tree
-from parser.structs.tree.trust import trust
+from parser.structs.tree.trust import TrustParts, error_terms, term_matrix, trust
 
 
 def _parts(single_root: bool):
@@ -28,10 +28,13 @@ def _parts(single_root: bool):
 def _verdict(fact, factors, cancelled, *, error=0.0, marginal_rows=None):
     """The trust test with sentence 0's determinant (log_det and log Z) off by ``error``."""
     moved = torch.tensor([error, 0.0, 0.0], dtype=torch.float64)
-    return trust(cancelled, fact.diag_u, fact.pivots,
-                 factors.marginal_rows if marginal_rows is None else marginal_rows, fact.rows,
-                 fact.log_z + moved, fact.log_det + moved, fact.log_head_functions, fact.gap_ok,
-                 fact.padding, fact.constants, 1e-9)[0]
+    log_z, log_det = fact.log_z, fact.log_det
+    fact.log_z, fact.log_det = log_z + moved, log_det + moved
+    try:
+        rows = factors.marginal_rows if marginal_rows is None else marginal_rows
+        return trust(fact, rows, cancelled, tol=1e-9)[0]
+    finally:
+        fact.log_z, fact.log_det = log_z, log_det
 
 
 @pytest.mark.parametrize("single_root", [True, False])
@@ -63,3 +66,25 @@ def test_a_negative_marginal_fails_even_when_rows_still_sum_to_one():
     rows[1, 0, 2] += 1e-200  # same row sum; mu[1, 0, 1] may now be negative
     rows[1, 0, 1] = -1e-200
     assert _verdict(fact, factors, cancelled, marginal_rows=rows).tolist() == [True, False, True]
+
+
+def test_the_batch_evaluates_the_one_sentence_formula():
+    """``term_matrix`` is read off ``error_terms``: both give the same terms and verdicts on the
+    same parts (random ones, a NaN and a negative determinant among them)."""
+    gen = torch.Generator().manual_seed(0)
+    parts = torch.randn(64, len(TrustParts._fields), generator=gen, dtype=torch.float64) * 1e-9
+    parts[:, 6:8] += 1.0  # row sums near 1
+    parts[:, 8] = 1.0  # det sign
+    parts[::2, 9] = parts[::2, 9].abs()  # half the smallest marginals >= 0
+    parts[3, 8] = -1.0
+    parts[5, 2] = float("nan")
+    tol = 1e-9
+    matrix, offset = term_matrix(7, tol, torch.device("cpu"))
+    batched = torch.addmm(offset, parts, matrix)
+    singles = torch.tensor([error_terms(TrustParts(*row), n=7, tol=tol) for row in parts.tolist()],
+                           dtype=torch.float64)
+    clean = ~parts.isnan().any(-1)  # (a NaN part makes every batched term NaN, its own term here)
+    torch.testing.assert_close(batched[clean], singles[clean], rtol=1e-12, atol=1e-24)
+    verdicts = (batched <= tol).all(-1)
+    assert verdicts.tolist() == [all(t <= tol for t in row) for row in singles.tolist()]
+    assert 0 < int(verdicts.sum()) < 62 and not verdicts[3] and not verdicts[5]
