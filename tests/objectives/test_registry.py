@@ -29,8 +29,8 @@ from parser.objectives import (
     terms_needing,
 )
 from parser.objectives.base import ParserOutput
-from parser.train.objective import build_training_objective
 from parser.train.loop import Trainer
+from parser.train.objective import build_training_objective
 from tests.objectives.helpers import TreeCRF, make_batch, random_scores
 from tests.objectives.toy_objective import ExpectedLength
 from tests.train.helpers import QUIET, TINY_MODEL
