@@ -10,8 +10,9 @@ import torch
 from torch.autograd import gradcheck, gradgradcheck
 from torch.autograd.functional import hvp
 
-from parser.structs import TreeCRF
+from parser.structs import TreeCRF, common
 from parser.structs.reference.tree import matrix_tree_log_partition
+from parser.structs.tree import laplacian
 from parser.structs.tree.elimination import log_partition_by_elimination
 from tests.structs.brute import enumerate_distribution, heads_tensor
 
@@ -174,3 +175,24 @@ def test_float32_training_path_matches_float64():
         total = crf.log_partition.sum() + (crf.marginals * weights.to(dtype)).sum() + crf.entropy().sum()
         grads.append(torch.autograd.grad(total, s)[0].to(torch.float64))
     torch.testing.assert_close(grads[1], grads[0], rtol=1e-4, atol=1e-5)
+
+
+def test_graph_calls_after_inference_mode_calls(monkeypatch):
+    """Constants cached by a first call under inference_mode are saved by a later graph (the
+    third-order path and covariance build the LU with a graph): they must be normal tensors."""
+    for cached in (common._tables, common.off_arc_penalty, laplacian._constants):
+        cached.cache_clear()
+    monkeypatch.setattr(common, "_MASK_STORAGE", {})
+    monkeypatch.setattr(laplacian, "_STORAGE", {})
+    with torch.inference_mode():
+        for lengths in (LENGTHS, torch.tensor([4, 4, 4])):
+            crf = TreeCRF(scores(17).detach(), lengths)
+            crf.log_partition, crf.marginals, crf.entropy()
+    for lengths in (LENGTHS, torch.tensor([4, 4, 4])):
+        s = scores(18)
+        mu = TreeCRF(s, lengths).marginals
+        (hv,) = torch.autograd.grad((mu * scores(19).detach()).sum(), s, create_graph=True)
+        features = scores(20, size=4).detach()[..., None].expand(-1, -1, -1, 2)
+        total = hv.sum() + TreeCRF(s, lengths).covariance(features, features).sum()
+        (grad,) = torch.autograd.grad(total, s)
+        assert torch.isfinite(grad).all()
