@@ -45,8 +45,7 @@ from common import (
     write_result,
 )
 
-from parser.structs.parser_output import ParserOutput
-from parser.structs import TreeCRF
+from parser.structs import ParserOutput, TreeCRF
 
 OPERATIONS = ["log Z [no grad]", "log Z [graph, forward]", "log Z + backward", "GE-like",
               "entropy + backward", "KL + backward"]
