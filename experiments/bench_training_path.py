@@ -26,6 +26,7 @@ and with Dozat & Manning's per-word head cross-entropy.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import time
@@ -46,6 +47,16 @@ from common import (
 )
 
 from parser.structs import ParserOutput, TreeCRF
+
+SYNCS = """## Host synchronisations left on the training path (GPU)
+
+Per TreeCRF with a graph, in order: the input check (`lengths.tolist()`, the largest score, for
+the error message and the span), the smallest score (the span: whether the weights' gap test is
+needed), `all_trusted` (one bool: whether any sentence takes the elimination path; it decides
+which ops run), and, only when some sentence is untrusted, `nonzero` of the untrusted sentences
+(sub-batch sizes). One sentence (`B = 1`): the trust test reads its terms in one `tolist()`. The
+backward adds none (`all_trusted` is already a Python bool). Without a graph, log Z adds one:
+`certified.all()` (whether the inverse is needed)."""
 
 OPERATIONS = ["log Z [no grad]", "log Z [graph, forward]", "log Z + backward", "GE-like",
               "entropy + backward", "KL + backward"]
@@ -228,7 +239,9 @@ def main() -> None:
          "ratio: median per-batch CPU time over the per-word cross-entropy step's."),
         markdown_table(["objective", "sentences/s (CPU)", "step / cross-entropy step"], step_rows)
         if step_rows else "(not run)",
-        f"Wall time of the run: {time.perf_counter() - start:.0f} s.",
+        SYNCS,
+        f"Wall time of the run: {time.perf_counter() - start:.0f} s; load average at the end: "
+        + ", ".join(f"{v:.1f}" for v in os.getloadavg()) + ".",
     ])
     write_result("training_path.md", "Tree CRF training path beside torch-struct and SuPar",
                  "taskset -c 1 python experiments/bench_training_path.py", body)
