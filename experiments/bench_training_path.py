@@ -224,7 +224,7 @@ def main() -> None:
                 repeats = min(args.repeats, 3) if data == "synthetic-250" else args.repeats  # (run time)
                 rows += operations(data, dtype, single_root, repeats=repeats, quick=args.quick)
     step_rows = [] if args.skip_steps else training_steps(
-        n_batches=4 if args.quick else args.step_batches, repeats=1 if args.quick else 3, quick=args.quick)
+        n_batches=4 if args.quick else args.step_batches, repeats=1 if args.quick else 2, quick=args.quick)
     if args.quick:
         return
     header = ["data", "dtype", "root", "operation", "ours ms", "torch-struct ms", "SuPar ms",
