@@ -161,10 +161,6 @@ def test_no_parser_import_inside_a_function():
     assert _local_parser_imports(in_structs=False) == []
 
 
-# Known, owned elsewhere: parser/structs/tree_crf.py imports mst, projective and sampling inside
-# argmax/sample because sampling_robust imports tree_crf (a module cycle inside structs, which the
-# structs rework resolves). strict: once it is gone this XPASS fails; then delete the marker.
-@pytest.mark.xfail(strict=True, reason="structs: tree_crf <-> sampling_robust cycle, hidden in argmax/sample")
 def test_no_parser_import_inside_a_function_of_structs():
     assert _local_parser_imports(in_structs=True) == []
 

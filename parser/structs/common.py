@@ -118,11 +118,13 @@ _MASK_STORAGE: dict[torch.device, _MaskStorage] = {}
 def _tables(size: int, device: torch.device) -> tuple[Tensor, Tensor, Tensor]:
     """``(positions [S], arcs [S, S], reach [S, S])``: views into the device's storage (top-left
     blocks, so caching every size costs no memory per size); never written to."""
-    big = _MASK_STORAGE.get(device)
-    if big is None or big.capacity < size:  # grows by doubling; old views stay valid
-        big = _MASK_STORAGE[device] = _MaskStorage(max(size, 64, 2 * big.capacity if big else 0), device)
-    return (big.positions.narrow(0, 0, size), big.arcs.narrow(0, 0, size).narrow(1, 0, size),
-            big.reach.narrow(0, 0, size).narrow(1, 0, size))
+    # (normal tensors even when first asked for under inference_mode: a later graph saves them)
+    with torch.inference_mode(False):
+        big = _MASK_STORAGE.get(device)
+        if big is None or big.capacity < size:  # grows by doubling; old views stay valid
+            big = _MASK_STORAGE[device] = _MaskStorage(max(size, 64, 2 * big.capacity if big else 0), device)
+        return (big.positions.narrow(0, 0, size), big.arcs.narrow(0, 0, size).narrow(1, 0, size),
+                big.reach.narrow(0, 0, size).narrow(1, 0, size))
 
 
 def positions(size: int, device: torch.device) -> Tensor:
@@ -134,7 +136,8 @@ def positions(size: int, device: torch.device) -> Tensor:
 def off_arc_penalty(size: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     """``[S, S]``: 0 on the arcs of an unpadded sentence, -inf off them (row 0, diagonal)."""
     arcs = _tables(size, device)[1]
-    return torch.zeros(size, size, dtype=dtype, device=device).masked_fill(~arcs, NEG_INF)
+    with torch.inference_mode(False):  # (cached: see _tables)
+        return torch.zeros(size, size, dtype=dtype, device=device).masked_fill(~arcs, NEG_INF)
 
 
 def off_arc_mask(lengths: Tensor, size: int) -> Tensor:

@@ -20,7 +20,6 @@ from torch import Tensor
 from torch.distributions import Distribution
 from torch.distributions.kl import register_kl
 
-from parser.structs import common
 from parser.structs.common import (
     NEG_INF,
     as_dtype,
@@ -33,6 +32,7 @@ from parser.structs.decoding.mst import maximum_spanning_tree
 from parser.structs.projective.eisner import eisner
 from parser.structs.tree.expectations import FeatureExpectations
 from parser.structs.tree.partition import PartitionPath
+from parser.structs.tree.sampling import sample_trees
 
 __all__ = ["TreeCRF"]
 
@@ -70,11 +70,6 @@ class TreeCRF(PartitionPath, FeatureExpectations, Distribution):
 
     # ----------------------------------------------------------------- masks and scores
     @cached
-    def arc_mask(self) -> Tensor:
-        """``[B, dep, head]`` bool: real arcs (word dep; ROOT or other word head)."""
-        return common.arc_mask(self.lengths, self.scores.shape[1], padded=self._padded)
-
-    @cached
     def labeled_scores(self) -> Tensor:
         """Labeled scores ``[B, dep, head, L]`` with -inf off arcs (labeled CRFs only)."""
         return torch.where(self.arc_mask[..., None], self.scores, NEG_INF)
@@ -85,19 +80,6 @@ class TreeCRF(PartitionPath, FeatureExpectations, Distribution):
         if self.labeled:
             return logsumexp_safe(self.labeled_scores, -1)
         return self._off_arcs_masked(self.scores, in_place=False)
-
-    def _off_arcs_masked(self, scores: Tensor, *, in_place: bool) -> Tensor:
-        """``scores [B, dep, head]`` with -inf off arcs: unpadded, row 0 and the diagonal filled
-        in place, or one add of a cached 0 / -inf mask (scores have no +inf); else a masked fill."""
-        size = scores.shape[1]
-        if not self._padded and in_place:  # row 0 and the diagonal: two small fills
-            scores.select(1, 0).fill_(NEG_INF)
-            scores.diagonal(dim1=1, dim2=2).fill_(NEG_INF)
-            return scores
-        if not self._padded:
-            return scores + common.off_arc_penalty(size, scores.dtype, scores.device)
-        mask = common.off_arc_mask(self.lengths, size)
-        return scores.masked_fill_(mask, NEG_INF) if in_place else scores.masked_fill(mask, NEG_INF)
 
     # ----------------------------------------------------------------- log Z and marginals
     @cached
@@ -160,7 +142,7 @@ class TreeCRF(PartitionPath, FeatureExpectations, Distribution):
     def log_prob(self, heads: Tensor, labels: Tensor | None = None) -> Tensor:
         """``[B]`` log p(heads[, labels]); -inf for a tree that is not allowed."""
         # In float64, so rounding to the input dtype cannot make a log-probability positive.
-        return (self._score64(heads, labels) - self._partition[0]).to(self.scores.dtype)
+        return (self._score64(heads, labels) - self._log_z64()).to(self.scores.dtype)
 
     def argmax(self, *, projective: bool = False):
         """Maximum spanning tree ``heads [B, N+1]`` (``(heads, labels)`` when labeled); with
@@ -188,8 +170,6 @@ class TreeCRF(PartitionPath, FeatureExpectations, Distribution):
 
     def sample(self, n: int | torch.Size = 1, *, generator: torch.Generator | None = None):
         """``n`` exact samples ``[n, B, N+1]`` (``(heads, labels)`` when labeled)."""
-        from parser.structs.tree.sampling import sample_trees  # (sampling builds TreeCRFs)
-
         if isinstance(n, torch.Size):
             if len(n) > 1:
                 raise ValueError(f"sample: sample_shape must have one dimension, got {tuple(n)}")
@@ -226,6 +206,11 @@ class TreeCRF(PartitionPath, FeatureExpectations, Distribution):
             return self.marginals, self.labeled_scores
         return self._partition[1], self._scores64
 
+    @property
+    def _masked_scores(self) -> Tensor:
+        """The masked scores of :meth:`_weighted`, without the marginals."""
+        return self.labeled_scores if self.labeled else self._scores64
+
     def entropy(self) -> Tensor:
         """``[B]`` Shannon entropy (over labeled trees when labeled), O(N^3)."""
         if not self.labeled and not self._has_graph:
@@ -239,17 +224,17 @@ class TreeCRF(PartitionPath, FeatureExpectations, Distribution):
         """``[B]`` -E_self[log other(tree)]; inf where self puts mass on trees other forbids."""
         self._check_other(other)
         marginals, _ = self._weighted()
-        _, other_scores = other._weighted()
-        value = other._partition[0] - _expected(marginals, other_scores)
+        other_scores = other._masked_scores
+        value = other._log_z64() - _expected(marginals, other_scores)
         return _forbid(value, marginals, other_scores).to(self.scores.dtype)
 
     def kl(self, other: TreeCRF) -> Tensor:
         """``[B]`` KL(self || other) = sum mu (s - s') - log Z + log Z', O(N^3)."""
         self._check_other(other)
         marginals, scores = self._weighted()
-        _, other_scores = other._weighted()
+        other_scores = other._masked_scores
         gap = torch.nan_to_num(scores, neginf=0.0) - torch.nan_to_num(other_scores, neginf=0.0)
-        value = other._partition[0] - self._partition[0] + (marginals * gap).flatten(1).sum(-1)
+        value = other._log_z64() - self._partition[0] + (marginals * gap).flatten(1).sum(-1)
         return _forbid(value, marginals, other_scores).to(self.scores.dtype)
 
     def _check_other(self, other: TreeCRF) -> None:

@@ -174,7 +174,8 @@ class _Constants:
 
 @lru_cache(maxsize=1024)
 def _constants(size: int, device: torch.device) -> _Constants:
-    return _Constants(size, device)
+    with torch.inference_mode(False):  # cached: must not be inference tensors (a graph saves them)
+        return _Constants(size, device)
 
 
 class Factorization:

@@ -2,9 +2,10 @@
 
 The fallback of :mod:`parser.structs.tree.sampling` for the samples whose float64 Laplacian solves are
 not provably accurate (score gaps of tens of nats or more). The state of a sample is the set of
-arcs still ``allowed``; a word whose row allows one head is drawn. Each round builds
-``TreeCRF(scores).restrict(allowed)``, whose marginals are the conditionals given the heads drawn
-so far, exact at any scale (LU where trusted, log-space elimination elsewhere), and per sample:
+arcs still ``allowed``; a word whose row allows one head is drawn. Each round computes the
+marginals of the scores restricted to ``allowed`` (:class:`.partition.ArcPartition`, the TreeCRF's
+route): the conditionals given the heads drawn so far, exact at any scale (LU where trusted,
+log-space elimination elsewhere), and per sample:
 
 - fixes every undrawn word whose most likely head leaves less than ``EPS64 / (N+1)`` to all
   others (so all the fixes of a sample together move at most ``2**-53`` of probability, below what
@@ -18,7 +19,7 @@ impossible draws is exactly conditioning on the possible ones). A sample handed 
 with no tree (an impossible arc drawn by the fast path, probability within its rounding) restarts
 from ``base``.
 
-Cost per round: one TreeCRF over the unfinished samples; the number of rounds is about the number
+Cost per round: one partition over the unfinished samples; the number of rounds is about the number
 of genuinely uncertain words, small at large scales where nearly every word is fixed at once.
 """
 
@@ -27,7 +28,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from parser.structs.tree.crf import TreeCRF
+from parser.structs.tree.partition import ArcPartition
 
 __all__ = ["conditionals", "draw_index", "sample_by_marginals"]
 
@@ -177,7 +178,7 @@ def conditionals(
         part = open_rows & (multi_root == multi)
         if not bool(part.any()):
             continue
-        crf = TreeCRF(small[part], count[part], single_root=single_root and not multi)
+        crf = ArcPartition(small[part], count[part], single_root=single_root and not multi)
         dead[part] |= ~torch.isfinite(crf.log_partition)
         reduced_mu[part] = crf.arc_marginals.to(torch.float64)
     # Back to the original heads: each reduced arc splits in proportion to its members' weights.

@@ -75,7 +75,7 @@ def test_large_scores_fall_back_to_the_exact_path(scale):
     assert entropy.item() >= -1e-6
 
 
-def test_taken_only_for_one_unpadded_cpu_sentence_without_a_graph(monkeypatch):
+def test_taken_only_for_one_unpadded_cpu_sentence(monkeypatch):
     calls = []
 
     def spy(*args, **kwargs):
@@ -85,7 +85,6 @@ def test_taken_only_for_one_unpadded_cpu_sentence_without_a_graph(monkeypatch):
     monkeypatch.setattr(partition, "one_sentence_factors", spy)
     gen = torch.Generator().manual_seed(2)
     scores = torch.randn(1, 6, 6, generator=gen, dtype=torch.float64, requires_grad=True)
-    TreeCRF(scores, torch.tensor([5])).entropy().sum().backward()  # a graph: tensor path
     TreeCRF(scores.detach()[:, :5, :5].expand(2, 5, 5), torch.tensor([4, 4])).entropy()  # B = 2
     TreeCRF(scores.detach(), torch.tensor([3])).entropy()  # padded
     assert calls == []
@@ -93,11 +92,14 @@ def test_taken_only_for_one_unpadded_cpu_sentence_without_a_graph(monkeypatch):
         one = TreeCRF(scores, torch.tensor([5])).entropy()
     assert calls == [1]
     torch.testing.assert_close(one, TreeCRF(scores.detach(), torch.tensor([5])).entropy())
+    # With a graph the forward is the detached twin's no-graph route (parser.structs.tree.autograd)
+    TreeCRF(scores, torch.tensor([5])).entropy().sum().backward()
+    assert len(calls) == 3  # (the reference above took it too)
     labeled = torch.randn(1, 6, 6, 3, generator=gen, dtype=torch.float64)
     with torch.no_grad():  # labeled: the arc scores take the path, same result as a batch of two
         one = TreeCRF(labeled, torch.tensor([5])).entropy()
         two = TreeCRF(labeled.expand(2, 6, 6, 3), torch.tensor([5, 5])).entropy()
-    assert len(calls) == 3
+    assert len(calls) == 4
     torch.testing.assert_close(one.expand(2), two, rtol=1e-12, atol=1e-12)
 
 
