@@ -11,6 +11,7 @@ import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import IO
 
 import torch
 
@@ -101,12 +102,15 @@ def log_unknown_words(sentences: Sequence[Sentence], vocabs: Vocabularies, *, na
 
 
 def write_predictions(
-    sentences: Sequence[Sentence], predictions: Predictions, path: str | os.PathLike, *,
-    upos: Sequence[Sequence[str]] | None = None,
+    sentences: Sequence[Sentence], predictions: Predictions, path: str | os.PathLike | IO[str], *,
+    upos: Sequence[Sequence[str]] | None = None, keep_deps: bool = False,
 ) -> None:
     """CoNLL-U with HEAD and DEPREL replaced (and UPOS, when ``upos`` gives one list per
-    sentence), every other byte of the input kept (atomic)."""
-    write_conllu(sentences, path, heads=predictions.heads, deprels=predictions.deprels, upos=upos)
+    sentence), the enhanced graph (DEPS, empty nodes) removed unless ``keep_deps`` (the input's
+    would contradict the new heads), every other byte of the input kept. A path is written atomically; a stream
+    (an open file) is appended to."""
+    write_conllu(sentences, path, heads=predictions.heads, deprels=predictions.deprels, upos=upos,
+                 clear_deps=not keep_deps)
 
 
 def reads_upos(config: dict) -> bool:
