@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from parser.cli.shell import USER_ERRORS, run_hydra_cli
 from parser.config import check_known_keys, config_dir, register_configs
 from parser.runtime.errors import NonFiniteError
+from parser.runtime.user_files import output_dir
 from parser.train.final import evaluate_split, format_scores, restore_best
 from parser.train.loop import Trainer
 from parser.train.tensorboard import flatten_hparams
@@ -90,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _checkpoint_folder(cfg: DictConfig, run_dir: Path) -> list[Path]:
     """``trainer.checkpoint_dir`` when set: locked with the run folder, for a run writes there."""
     directory = cfg.trainer.checkpoint_dir
-    return [Path(directory)] if directory else []
+    return [output_dir(directory, option="trainer.checkpoint_dir")] if directory else []
 
 
 if __name__ == "__main__":

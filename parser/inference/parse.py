@@ -23,8 +23,8 @@ from parser.models.parser_model import ParserModel
 from parser.tagger.predict import TrainedTagger, tag_sentences
 
 __all__ = [
-    "Predictions", "log_unknown_words", "missing_upos", "parse", "reads_upos", "tag_input",
-    "unknown_words", "write_predictions",
+    "Predictions", "log_unknown_words", "missing_upos", "parse", "reads_upos",
+    "report_unknown_words", "tag_input", "unknown_words", "write_predictions",
 ]
 
 log = logging.getLogger(__name__)
@@ -95,6 +95,12 @@ def unknown_words(sentences: Sequence[Sentence], vocabs: Vocabularies) -> tuple[
 def log_unknown_words(sentences: Sequence[Sentence], vocabs: Vocabularies, *, name: str) -> float:
     """Log (INFO) and return the share of ``sentences``' words that are UNK to the model."""
     unknown, total = unknown_words(sentences, vocabs)
+    return report_unknown_words(unknown, total, name=name)
+
+
+def report_unknown_words(unknown: int, total: int, *, name: str) -> float:
+    """Log (INFO) and return the share ``unknown / total`` of words that are UNK to the model
+    (counted chunk by chunk by a streaming caller)."""
     rate = unknown / max(total, 1)
     log.info("%s: %d of %d words (%.1f%%) are unknown to the model's vocabulary (read as UNK)",
              name, unknown, total, 100.0 * rate)

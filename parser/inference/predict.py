@@ -11,7 +11,14 @@ from pathlib import Path
 
 from parser.data.conllu_stream import chunked, stream_conllu, stream_tokenized
 from parser.inference.loading import load_parser
-from parser.inference.parse import parse, reads_upos, tag_input, unknown_words, write_predictions
+from parser.inference.parse import (
+    parse,
+    reads_upos,
+    report_unknown_words,
+    tag_input,
+    unknown_words,
+    write_predictions,
+)
 from parser.models.parser_model import upos_ids
 from parser.runtime.device import resolve_device
 from parser.runtime.io_atomic import atomic_write
@@ -111,6 +118,5 @@ def predict_file(
             predictions = parse(model, words, vocabs, tokens_per_batch=tokens_per_batch,
                                 device=torch_device, score=False)
             write_predictions(chunk, predictions, out, upos=upos, keep_deps=keep_deps)
-    log.info("%s: %d of %d words (%.1f%%) are unknown to the model's vocabulary (read as UNK)",
-             input_path, unknown, total, 100.0 * unknown / max(total, 1))
+    report_unknown_words(unknown, total, name=str(input_path))
     return count
