@@ -6,8 +6,11 @@ EWT train repeated into a temporary folder (nothing is written into the reposito
 results file). Each prediction runs in its own process, which reports its own peak RSS
 (``resource.getrusage``), so the figures do not mix.
 
-    python experiments/bench_predict_memory.py     # writes experiments/results/predict_memory.md
-    python experiments/bench_predict_memory.py --sizes 2000 40000 --out -
+    python experiments/bench_predict_memory.py --sizes 2000 12543 40000   # table on stdout
+    python experiments/bench_predict_memory.py --out experiments/results/predict_memory.md
+
+(the figures and their reading in experiments/results/predict_memory.md were written from such
+runs; ``--out`` replaces that file with the bare table)
 """
 
 from __future__ import annotations
@@ -71,8 +74,7 @@ def peak_rss_mb(checkpoint: Path, source: Path, output: Path, extra: list[str]) 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[2000, 40000])
-    parser.add_argument("--out", default=str(REPO / "experiments" / "results" / "predict_memory.md"),
-                        help="results file, or - for stdout")
+    parser.add_argument("--out", default="-", help="results file, or - (default) for stdout")
     parser.add_argument("extra", nargs="*", help="more parser-predict options, e.g. chunk_size=500")
     args = parser.parse_args()
     blocks = sentences(ewt_train())
