@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import shlex
+import socket
 import subprocess
 import sys
 import tempfile
@@ -41,9 +42,9 @@ with the same config: multiply it by N to keep each process's share. Give every 
 checkpoint to resume from (`trainer.resume=last`), so it needs no shared disk across nodes.
 
     # one machine, 2 CPU processes (gloo)
-    torchrun --standalone --nproc_per_node=2 -m parser.cli.train experiment=quickstart hydra.run.dir=outputs/quickstart_ddp
+    torchrun --nnodes=1 --nproc_per_node=2 --rdzv-backend=c10d --rdzv-endpoint=127.0.0.1:29500 -m parser.cli.train experiment=quickstart hydra.run.dir=outputs/quickstart_ddp
     # one machine, 4 GPUs (NCCL, one process per GPU)
-    torchrun --standalone --nproc_per_node=4 -m parser.cli.train experiment=ewt_biaffine trainer.device=cuda hydra.run.dir=outputs/ewt_ddp
+    torchrun --nnodes=1 --nproc_per_node=4 --rdzv-backend=c10d --rdzv-endpoint=127.0.0.1:29500 -m parser.cli.train experiment=ewt_biaffine trainer.device=cuda hydra.run.dir=outputs/ewt_ddp
     # 2 machines x 4 GPUs: run on each machine, NODE_RANK=0 on the one at $MASTER_HOST, 1 on the other
     torchrun --nnodes=2 --node_rank=$NODE_RANK --nproc_per_node=4 --master_addr=$MASTER_HOST --master_port=29500 -m parser.cli.train experiment=ewt_biaffine trainer.device=cuda hydra.run.dir=outputs/ewt_ddp
     # resume any of them: the same command plus trainer.resume=last
@@ -99,13 +100,23 @@ def worker(args: argparse.Namespace) -> None:
         trainer.dist.shutdown()
 
 
-def command(processes: int, threads: int, *, steps: int, warmup: int, out: str, overrides: list[str]) -> list[str]:
+def command(processes: int, threads: int, *, steps: int, warmup: int, out: str, overrides: list[str],
+            port: int = 29500) -> list[str]:
+    # Rendezvous on loopback at a fixed port (not --standalone): see docs/scaling.md on the store.
     torchrun = str(Path(sys.executable).with_name("torchrun"))
     return [
-        torchrun, "--standalone", f"--nproc_per_node={processes}", "experiments/bench_ddp.py",
+        torchrun, "--nnodes=1", f"--nproc_per_node={processes}", "--rdzv-backend=c10d",
+        f"--rdzv-endpoint=127.0.0.1:{port}", "experiments/bench_ddp.py",
         "--worker", f"--threads={threads}", f"--steps={steps}", f"--warmup={warmup}", f"--out={out}",
         *overrides,
     ]
+
+
+def free_port() -> int:
+    """A loopback port free now, for one launch's rendezvous."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def launcher(args: argparse.Namespace) -> None:
@@ -120,7 +131,7 @@ def launcher(args: argparse.Namespace) -> None:
         for processes, threads in SETTINGS:
             with tempfile.NamedTemporaryFile(suffix=".json") as out:
                 argv = command(processes, threads, steps=args.steps, warmup=args.warmup, out=out.name,
-                               overrides=overrides)
+                               overrides=overrides, port=free_port())
                 env = dict(os.environ, OMP_NUM_THREADS=str(threads))
                 shown_argv = command(processes, threads, steps=args.steps, warmup=args.warmup,
                                      out="RESULT.json", overrides=overrides)

@@ -42,13 +42,15 @@ def tagger(tmp_path_factory) -> Path:
     return train_tiny_tagger(tmp_path_factory.mktemp("tagger"))
 
 
-def _columns(path: Path) -> list:
-    """Every token (words, multiword tokens, empty nodes) and comment, HEAD/DEPREL left out."""
+def _columns(path: Path, *, skip=("head", "deprel"), empty_nodes: bool = True) -> list:
+    """Every token (words, multiword tokens, and empty nodes unless not ``empty_nodes``) and
+    comment, the ``skip`` columns left out."""
     out = []
     for sentence in conllu.parse(path.read_text(encoding="utf-8")):
         out.append(dict(sentence.metadata))
         for token in sentence:
-            out.append({k: v for k, v in token.items() if k not in ("head", "deprel")})
+            if empty_nodes or not isinstance(token["id"], tuple) or token["id"][1] != ".":
+                out.append({k: v for k, v in token.items() if k not in skip})
     return out
 
 
@@ -57,7 +59,19 @@ def test_predict_round_trip_keeps_every_other_column(checkpoint, fixtures, tmp_p
     output = tmp_path / "parsed.conllu"
     assert predict_main([f"checkpoint={checkpoint}", f"input={source}", f"output={output}"]) == 0
     assert "parsed" in capsys.readouterr().out
-    assert _columns(output) == _columns(source)
+    # The enhanced graph was built on the input's heads: DEPS cleared and empty nodes dropped,
+    # unless keep_deps=true; everything else kept.
+    assert any(t["deps"] for s in conllu.parse(source.read_text(encoding="utf-8")) for t in s)
+    assert all(t["deps"] is None for s in conllu.parse(output.read_text(encoding="utf-8"))
+               for t in s)
+    skip = ("head", "deprel", "deps")
+    assert _columns(output, skip=skip) == _columns(source, skip=skip, empty_nodes=False)
+    kept = tmp_path / "kept.conllu"
+    assert predict_main([f"checkpoint={checkpoint}", f"input={source}", f"output={kept}",
+                         "keep_deps=true", "chunk_size=3"]) == 0
+    assert _columns(kept) == _columns(source)
+    # chunk by chunk (3 sentences at a time): the same trees, in input order
+    assert _columns(kept, skip=("deps",), empty_nodes=False) == _columns(output, skip=("deps",))
     for sentence in conllu.parse(output.read_text(encoding="utf-8")):
         words = [t for t in sentence if isinstance(t["id"], int)]
         heads = [t["head"] for t in words]
@@ -114,9 +128,10 @@ def test_predict_conllu_without_upos(checkpoint, tagger, fixtures, tmp_path):
     assert validate_conllu(output, level=2) == []
     trained = load_tagger(tagger)
     assert _upos(output) == tag_sentences(trained, read_conllu(gold).sentences)
-    # every column but UPOS, HEAD and DEPREL is the input's (multiword tokens, empty nodes too)
-    strip = lambda rows: [{k: v for k, v in r.items() if k != "upos"} for r in rows]
-    assert strip(_columns(output)) == strip(_columns(source))
+    # every column but UPOS, HEAD, DEPREL and the enhanced graph is the input's (multiword
+    # tokens too)
+    skip = ("upos", "head", "deprel", "deps")
+    assert _columns(output, skip=skip) == _columns(source, skip=skip, empty_nodes=False)
 
 
 def test_predict_retag_and_partial_upos(checkpoint, tagger, fixtures, tmp_path):

@@ -9,7 +9,11 @@ trained checkpoints.
 The input is CoNLL-U (HEAD/DEPREL may be ``_`` or filled: they are replaced) or plain text with
 one whitespace-tokenised sentence per line (``format=text``, or any file not ending in
 ``.conllu``). The output is CoNLL-U with HEAD and DEPREL filled and every other column, comment,
-multiword token and empty node kept byte for byte. Every sentence is parsed, however long.
+multiword token and empty node kept byte for byte, except the enhanced graph: it was built on
+the input's heads, so DEPS becomes ``_`` and empty nodes are dropped (``keep_deps=true`` keeps
+both). Every sentence is
+parsed, however long; the file is read, parsed and written ``chunk_size`` sentences at a time,
+so memory does not grow with its length.
 
 UPOS: a parser trained with UPOS input (``model.use_upos=true``, or the log-linear scorer) needs
 tags. When the input has none (text, or a UPOS column of ``_`` only), ``tagger=`` (a checkpoint
@@ -42,6 +46,8 @@ OPTIONS = {
     "on_invalid": "error",  # error | skip: malformed CoNLL-U sentences
     "projective": None,  # true | false: best projective tree or maximum spanning tree (default: the checkpoint's)
     "attach_to_units": None,  # e.g. PUNCT,CCONJ, or none: UD punct/cc re-attachment (default: the checkpoint's)
+    "keep_deps": "false",  # true: keep the input's DEPS column (default: '_', as HEAD is new)
+    "chunk_size": "1000",  # sentences read, parsed and written at a time (bounds memory)
 }
 
 
@@ -58,9 +64,28 @@ def _run(args: dict) -> str:
         device=args["device"], tokens_per_batch=int(args["tokens_per_batch"]),
         on_invalid=args["on_invalid"], tagger=args["tagger"],
         retag=parse_bool(args["retag"], option="retag"),
+        keep_deps=parse_bool(args["keep_deps"], option="keep_deps"),
+        chunk_size=_positive_int(args["chunk_size"], option="chunk_size"),
         **decoder_overrides(args),
     )
     return f"parsed {count} sentences -> {args['output']}"
+
+
+def _positive_int(value: str, *, option: str) -> int:
+    """``"1000"`` -> 1000; anything else than a positive integer is a ValueError naming ``option``.
+
+    >>> _positive_int("0", option="chunk_size")
+    Traceback (most recent call last):
+    ...
+    ValueError: chunk_size=0: expected a positive integer
+    """
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise ValueError(f"{option}={value}: expected a positive integer")
+    return number
 
 
 def decoder_overrides(args: dict) -> dict:

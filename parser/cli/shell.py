@@ -16,6 +16,8 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
 
+from parser.cli.run_folder import owned_run, record_later
+
 __all__ = [
     "USER_ERRORS", "UsageError", "parse_bool", "parse_key_values", "run_hydra_cli", "run_key_value_cli",
 ]
@@ -113,6 +115,9 @@ def run_hydra_cli(
     config_dir: str | os.PathLike,
     config_name: str,
     failures: tuple[type[BaseException], ...] = (),
+    own_run_dir: bool = False,
+    folders: Callable | None = None,
+    record_in_task: bool = False,
 ) -> int:
     """Run ``task(cfg)`` under ``hydra.main`` with ``argv`` (default ``sys.argv[1:]``) and return
     the exit status: 0; 2 on bad input (a config that does not compose: unknown key, group option
@@ -122,8 +127,17 @@ def run_hydra_cli(
 
     Hydra prints its own errors and exits 1; here it is told to re-raise (``HYDRA_FULL_ERROR``,
     restored afterwards), and the global Hydra state is cleared so the call can be repeated in
-    one process (tests, notebooks)."""
+    one process (tests, notebooks).
+
+    ``own_run_dir``: the task runs only while it holds the run folder (and ``folders(cfg,
+    run_dir)``), and the folder's ``.hydra`` record is written by it, not by Hydra
+    (:mod:`parser.cli.run_folder`; ``record_in_task``: when the task calls ``record()``, see
+    :func:`~parser.cli.run_folder.owned_run`): a refused run changes nothing there."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    if own_run_dir:
+        argv, subdir = record_later(argv)
+        task = owned_run(task, subdir=subdir, folders=folders or (lambda cfg, run_dir: ()),
+                         record_in_task=record_in_task)
     user_full_error = os.environ.get("HYDRA_FULL_ERROR")
     saved_argv = sys.argv
     sys.argv = [saved_argv[0] if saved_argv else prog, *argv]

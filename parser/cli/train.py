@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from hydra.core.hydra_config import HydraConfig
@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from parser.cli.shell import USER_ERRORS, run_hydra_cli
 from parser.config import check_known_keys, config_dir, register_configs
 from parser.runtime.errors import NonFiniteError
+from parser.runtime.user_files import output_dir
 from parser.train.final import evaluate_split, format_scores, restore_best
 from parser.train.loop import Trainer
 from parser.train.tensorboard import flatten_hparams
@@ -28,11 +29,15 @@ __all__ = ["main", "train"]
 log = logging.getLogger("parser.train")
 
 
-def train(cfg: DictConfig, *, run_dir: str | Path) -> dict:
+def train(cfg: DictConfig, *, run_dir: str | Path, on_ready: Callable[[], None] = lambda: None
+          ) -> dict:
     """Train with ``cfg``, then score the best checkpoint on dev and test. Returns
-    ``{"dev": report, "test": report, "state": ...}`` (reports from ``parser.eval.report``)."""
+    ``{"dev": report, "test": report, "state": ...}`` (reports from ``parser.eval.report``).
+    ``on_ready()`` is called once the trainer is built (the checkpoint folder accepted, the
+    resumed checkpoint chosen): the CLI writes the run's ``.hydra`` record then."""
     run_dir = Path(run_dir)
     trainer = Trainer(cfg, run_dir=run_dir)
+    on_ready()
     state = trainer.fit()
     results: dict = {"state": state}
     metrics: dict[str, float | None] = {}
@@ -59,11 +64,11 @@ def train(cfg: DictConfig, *, run_dir: str | Path) -> dict:
     return results
 
 
-def _hydra_main(cfg: DictConfig) -> None:
+def _hydra_main(cfg: DictConfig, *, record: Callable[[], None]) -> None:
     check_known_keys(cfg)  # Hydra's ``+`` forces unknown keys into the typed config
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
-        train(cfg, run_dir=run_dir)
+        train(cfg, run_dir=run_dir, on_ready=record)
     except (NonFiniteError, *USER_ERRORS) as error:
         log.error("%s", error)  # into the run's log file too
         raise
@@ -74,10 +79,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``--multirun``, ``--cfg job``). Returns the exit status: 0; 2 on bad input (a config that
     does not compose, a missing, misplaced or malformed file, an unknown treebank), with
     ``parser-train: error: <message>`` on stderr and no traceback; 1 when training stopped on
-    non-finite steps (see :func:`parser.cli.shell.run_hydra_cli`)."""
+    non-finite steps (see :func:`parser.cli.shell.run_hydra_cli`). The run folder is this run's
+    alone while it runs: a second run into it is refused before it writes anything
+    (:mod:`parser.cli.run_folder`)."""
     register_configs()
     return run_hydra_cli(_hydra_main, argv, prog="parser-train", config_dir=config_dir(),
-                         config_name="config", failures=(NonFiniteError,))
+                         config_name="config", failures=(NonFiniteError,), own_run_dir=True,
+                         folders=_checkpoint_folder, record_in_task=True)
+
+
+def _checkpoint_folder(cfg: DictConfig, run_dir: Path) -> list[Path]:
+    """``trainer.checkpoint_dir`` when set: locked with the run folder, for a run writes there."""
+    directory = cfg.trainer.checkpoint_dir
+    return [output_dir(directory, option="trainer.checkpoint_dir")] if directory else []
 
 
 if __name__ == "__main__":

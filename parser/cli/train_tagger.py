@@ -35,7 +35,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     shell as ``parser-train`` (:func:`parser.cli.shell.run_hydra_cli`)."""
     register_tagger_configs()
     return run_hydra_cli(_hydra_main, argv, prog="parser-train-tagger",
-                         config_dir=tagger_config_dir(), config_name="tagger")
+                         config_dir=tagger_config_dir(), config_name="tagger", own_run_dir=True)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ __all__ = [
     "format_sentence",
     "read_conllu",
     "read_tokenized",
+    "tokenized_sentence",
     "write_conllu",
 ]
 
@@ -169,16 +170,21 @@ def read_tokenized(path: str | os.PathLike) -> Treebank:
     sentences = []
     for lineno, raw in enumerate(text.split("\n"), start=1):
         forms = raw.split()
-        if not forms:
-            continue
-        lines = [f"# sent_id = {stem}-{lineno}", f"# text = {' '.join(forms)}"]
-        lines += [f"{i}\t{form}\t_\t_\t_\t_\t_\t_\t_\t_" for i, form in enumerate(forms, 1)]
-        n = len(forms)
-        sentences.append(Sentence(lines, forms, ["_"] * n, [None] * n, [-1] * n, [None] * n,
-                                  name, lineno, [lineno] * n, list(range(2, n + 2))))
+        if forms:
+            sentences.append(tokenized_sentence(forms, path=name, stem=stem, line=lineno))
     if not sentences:
         raise ConlluError(name, 1, "no sentences: the file has no tokens")
     return Treebank(name, sentences)
+
+
+def tokenized_sentence(forms: list[str], *, path: str, stem: str, line: int) -> Sentence:
+    """The sentence of one line of plain text: ``# sent_id = <stem>-<line>``, ``# text``, and a
+    word line per form with ``_`` in every other column."""
+    lines = [f"# sent_id = {stem}-{line}", f"# text = {' '.join(forms)}"]
+    lines += [f"{i}\t{form}\t_\t_\t_\t_\t_\t_\t_\t_" for i, form in enumerate(forms, 1)]
+    n = len(forms)
+    return Sentence(lines, forms, ["_"] * n, [None] * n, [-1] * n, [None] * n, path, line,
+                    [line] * n, list(range(2, n + 2)))
 
 
 def _read_text(path: str | os.PathLike) -> str:
@@ -213,9 +219,13 @@ def _blocks(text: str) -> Iterator[tuple[int, list[str]]]:
 
 def format_sentence(sentence: Sentence, *, heads: Sequence[int] | None = None,
                     deprels: Sequence[str | None] | None = None,
-                    upos: Sequence[str | None] | None = None, where: str = "sentence") -> str:
+                    upos: Sequence[str | None] | None = None, clear_deps: bool = False,
+                    where: str = "sentence") -> str:
     """The sentence's CoNLL-U block (ending with its blank line), with the given columns of its
-    words replaced (one value per word; None writes ``_``) and every other byte kept."""
+    words replaced (one value per word; None writes ``_``) and every other byte kept.
+    ``clear_deps``: the enhanced graph, built on the old HEAD, is removed so that it cannot
+    contradict new heads: DEPS becomes ``_`` and empty nodes (``5.1``), which only it uses, are
+    dropped."""
     n = len(sentence)
     new = {}
     for column, values in ((6, heads), (7, deprels), (3, upos)):
@@ -238,15 +248,27 @@ def format_sentence(sentence: Sentence, *, heads: Sequence[int] | None = None,
         for column, values in new.items():
             cols[column] = "_" if values[i] is None else str(values[i])
         lines[row] = "\t".join(cols)
+    if clear_deps:  # words' DEPS to '_'; empty nodes exist only in the enhanced graph: dropped
+        kept = []
+        for raw in lines:
+            cols = raw.split("\t")
+            if raw.startswith("#") or len(cols) <= 8 or "-" in cols[0]:
+                kept.append(raw)
+            elif "." not in cols[0]:
+                cols[8] = "_"
+                kept.append("\t".join(cols))
+        lines = kept
     return "\n".join(lines) + "\n\n"
 
 
 def write_conllu(sentences: Iterable[Sentence], path_or_stream: str | os.PathLike | IO[str], *,
                  heads: Sequence[Sequence[int]] | None = None,
                  deprels: Sequence[Sequence[str | None]] | None = None,
-                 upos: Sequence[Sequence[str | None]] | None = None) -> None:
+                 upos: Sequence[Sequence[str | None]] | None = None,
+                 clear_deps: bool = False) -> None:
     """Write ``sentences`` as CoNLL-U, replacing HEAD / DEPREL / UPOS of the words where given
-    (one sequence per sentence) and keeping everything else byte for byte.
+    (one sequence per sentence), DEPS by ``_`` when ``clear_deps``, and keeping everything else
+    byte for byte.
 
     A path is written atomically (temporary file in the same folder, then rename), so a crash
     never leaves half a file; a stream is written to directly.
@@ -260,7 +282,8 @@ def write_conllu(sentences: Iterable[Sentence], path_or_stream: str | os.PathLik
         for i, sentence in enumerate(sentences):
             yield format_sentence(sentence, heads=None if heads is None else heads[i],
                                   deprels=None if deprels is None else deprels[i],
-                                  upos=None if upos is None else upos[i], where=f"sentence {i}")
+                                  upos=None if upos is None else upos[i],
+                                  clear_deps=clear_deps, where=f"sentence {i}")
 
     if hasattr(path_or_stream, "write"):
         for block in blocks():

@@ -11,6 +11,7 @@ import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import IO
 
 import torch
 
@@ -22,8 +23,8 @@ from parser.models.parser_model import ParserModel
 from parser.tagger.predict import TrainedTagger, tag_sentences
 
 __all__ = [
-    "Predictions", "log_unknown_words", "missing_upos", "parse", "reads_upos", "tag_input",
-    "unknown_words", "write_predictions",
+    "Predictions", "log_unknown_words", "missing_upos", "parse", "reads_upos",
+    "report_unknown_words", "tag_input", "unknown_words", "write_predictions",
 ]
 
 log = logging.getLogger(__name__)
@@ -94,6 +95,12 @@ def unknown_words(sentences: Sequence[Sentence], vocabs: Vocabularies) -> tuple[
 def log_unknown_words(sentences: Sequence[Sentence], vocabs: Vocabularies, *, name: str) -> float:
     """Log (INFO) and return the share of ``sentences``' words that are UNK to the model."""
     unknown, total = unknown_words(sentences, vocabs)
+    return report_unknown_words(unknown, total, name=name)
+
+
+def report_unknown_words(unknown: int, total: int, *, name: str) -> float:
+    """Log (INFO) and return the share ``unknown / total`` of words that are UNK to the model
+    (counted chunk by chunk by a streaming caller)."""
     rate = unknown / max(total, 1)
     log.info("%s: %d of %d words (%.1f%%) are unknown to the model's vocabulary (read as UNK)",
              name, unknown, total, 100.0 * rate)
@@ -101,12 +108,15 @@ def log_unknown_words(sentences: Sequence[Sentence], vocabs: Vocabularies, *, na
 
 
 def write_predictions(
-    sentences: Sequence[Sentence], predictions: Predictions, path: str | os.PathLike, *,
-    upos: Sequence[Sequence[str]] | None = None,
+    sentences: Sequence[Sentence], predictions: Predictions, path: str | os.PathLike | IO[str], *,
+    upos: Sequence[Sequence[str]] | None = None, keep_deps: bool = False,
 ) -> None:
     """CoNLL-U with HEAD and DEPREL replaced (and UPOS, when ``upos`` gives one list per
-    sentence), every other byte of the input kept (atomic)."""
-    write_conllu(sentences, path, heads=predictions.heads, deprels=predictions.deprels, upos=upos)
+    sentence), the enhanced graph (DEPS, empty nodes) removed unless ``keep_deps`` (the input's
+    would contradict the new heads), every other byte of the input kept. A path is written atomically; a stream
+    (an open file) is appended to."""
+    write_conllu(sentences, path, heads=predictions.heads, deprels=predictions.deprels, upos=upos,
+                 clear_deps=not keep_deps)
 
 
 def reads_upos(config: dict) -> bool:

@@ -1,6 +1,7 @@
 """Tag (when needed) and parse a file with a trained checkpoint: the pipeline behind
 ``parser-predict`` and ``parser-evaluate checkpoint=...`` (see :mod:`parser.cli.predict` for the
-input and output formats and the UPOS rules)."""
+input and output formats and the UPOS rules). The file is streamed: memory holds one chunk of
+sentences, whatever the input's length."""
 
 from __future__ import annotations
 
@@ -8,18 +9,19 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from parser.data.conllu_io import read_conllu, read_tokenized
+from parser.data.conllu_stream import chunked, stream_conllu, stream_tokenized
 from parser.inference.loading import load_parser
 from parser.inference.parse import (
-    log_unknown_words,
-    missing_upos,
     parse,
     reads_upos,
+    report_unknown_words,
     tag_input,
+    unknown_words,
     write_predictions,
 )
 from parser.models.parser_model import upos_ids
 from parser.runtime.device import resolve_device
+from parser.runtime.io_atomic import atomic_write
 from parser.runtime.user_files import input_file, output_file
 from parser.tagger.predict import load_tagger
 
@@ -41,13 +43,17 @@ def predict_file(
     retag: bool = False,
     projective: bool | None = None,
     attach_to_units: Sequence[str] | None = None,
+    keep_deps: bool = False,
+    chunk_size: int = 1000,
 ) -> int:
     """Parse ``input_path`` with the model of ``checkpoint``, write ``output_path`` (atomically);
     ``tagger`` tags it first where UPOS is missing, or everywhere when ``retag`` (see the module
     docstring). ``projective`` overrides the checkpoint's decoder (``model.projective``): True for
     the best projective tree (Eisner), False for the maximum spanning tree; ``attach_to_units``
     overrides ``model.attach_to_units`` (UPOS tags re-attached by the UD punct/cc rule; ``[]`` for
-    none). Returns the number of sentences written."""
+    none). DEPS becomes ``_`` (it would contradict the new heads) unless ``keep_deps``. The input
+    is read twice, checked then parsed ``chunk_size`` sentences at a time, so memory does not grow
+    with its length. Returns the number of sentences written."""
     # Every path checked before the model loads; the output replaces nothing until it is whole.
     input_path = input_file(input_path, option="input")
     if tagger is not None:
@@ -61,19 +67,26 @@ def predict_file(
     if on_invalid not in ("error", "skip"):
         raise ValueError(f"on_invalid={on_invalid!r}: expected error or skip")
     is_conllu = format == "conllu" or (format == "auto" and input_path.suffix in (".conllu", ".conll"))
-    if is_conllu:
-        treebank = read_conllu(input_path, on_invalid="raise" if on_invalid == "error" else "skip",
-                               require_trees=False)
-    else:
-        treebank = read_tokenized(input_path)
+
+    def sentences(*, report: bool):  # read anew on each call, one sentence at a time
+        if is_conllu:
+            return stream_conllu(input_path, on_invalid="raise" if on_invalid == "error" else "skip",
+                                 require_trees=False, report=report)
+        return stream_tokenized(input_path)
+
+    # First pass: the whole input checked (a bad line fails now, before the model loads) and
+    # its UPOS counted; nothing kept.
+    missing, total, count = 0, 0, 0
+    for sentence in sentences(report=True):
+        count += 1
+        total += len(sentence)
+        missing += sum(tag is None for tag in sentence.upos)
     torch_device = resolve_device(device)
     model, vocabs, config = load_parser(checkpoint, device=torch_device)
     if projective is not None:
         model.projective = projective
     if attach_to_units is not None:
         model.unit_tags = upos_ids(list(attach_to_units), vocabs.upos, option="attach_to_units")
-    sentences, upos = treebank.sentences, None
-    missing, total = missing_upos(sentences)
     if tagger is None and missing and reads_upos(config):
         if missing == total:
             raise ValueError(
@@ -83,17 +96,27 @@ def predict_file(
             )
         log.warning("%s: %d of %d words have no UPOS ('_') and no tagger= was given: they are "
                     "read as unknown tags", input_path, missing, total)
+    trained_tagger = None
     if tagger is not None and (retag or missing):
         log.info("%s: tagging %s with %s", input_path,
                  "every word" if retag or missing == total else f"the {missing} untagged words",
                  tagger)
-        sentences, upos = tag_input(sentences, load_tagger(tagger, map_location=torch_device),
-                                    retag=retag, tokens_per_batch=tokens_per_batch)
+        trained_tagger = load_tagger(tagger, map_location=torch_device)
     elif tagger is not None:
         log.info("%s: every word has a UPOS tag; tagger= not used (retag=true to replace them)",
                  input_path)
-    log_unknown_words(sentences, vocabs, name=str(input_path))
-    predictions = parse(model, sentences, vocabs, tokens_per_batch=tokens_per_batch,
-                        device=torch_device, score=False)
-    write_predictions(treebank.sentences, predictions, output_path, upos=upos)
-    return len(sentences)
+    # Second pass: read, tag, parse and write chunk by chunk, in input order; the output
+    # replaces nothing until it is whole (atomic write).
+    unknown = 0
+    with atomic_write(output_path) as out:
+        for chunk in chunked(sentences(report=False), chunk_size):
+            words, upos = chunk, None
+            if trained_tagger is not None:
+                words, upos = tag_input(chunk, trained_tagger, retag=retag,
+                                        tokens_per_batch=tokens_per_batch)
+            unknown += unknown_words(words, vocabs)[0]
+            predictions = parse(model, words, vocabs, tokens_per_batch=tokens_per_batch,
+                                device=torch_device, score=False)
+            write_predictions(chunk, predictions, out, upos=upos, keep_deps=keep_deps)
+    report_unknown_words(unknown, total, name=str(input_path))
+    return count

@@ -1,13 +1,20 @@
-"""Checkpoints on disk: atomic writes, the last k kept, corrupt files refused, RNG state.
+"""Checkpoints on disk: atomic writes, a digest checked on load, the last k kept, RNG state.
 
 A checkpoint is a plain dict saved with ``torch.save`` and read back with ``weights_only=True``
-(only tensors and Python containers/scalars inside: the trainer converts everything else).
-Writes go through :func:`parser.runtime.io_atomic.atomic_write` (temporary file, fsync, rename), so a
-crash (kill -9 included) leaves either the old file or the new one, never half of one.
+(only tensors and Python containers/scalars inside: the trainer converts everything else). The
+file is one header line, ``parser-checkpoint 2 sha256=<hex>``, then the ``torch.save`` bytes:
+a flipped byte fails the digest and the file is refused by name (torch's zip reader does not
+check its CRCs, so such a file would load, and parse wrongly or with NaN scores). Files of format
+1 (no header) still load, unchecked. Writes go through
+:func:`parser.runtime.io_atomic.atomic_write` (temporary file, fsync, rename), so a crash (kill
+-9 included) leaves either the old file or the new one, never half of one; the temporary file
+such a crash leaves is removed by the next run's :meth:`CheckpointManager.prepare`.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 import logging
 import os
 import random
@@ -32,8 +39,11 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2
+_MAGIC = b"parser-checkpoint 2 sha256="
+_HEADER = len(_MAGIC) + 64 + 1  # magic, hex digest, newline
 _STEP_FILE = re.compile(r"^step-(\d+)\.pt$")
+_TEMP_FILE = re.compile(r"^\.(step-\d+|best)\.pt\..*\.tmp$")  # atomic_write's, of a killed write
 
 
 class CheckpointError(ValueError):
@@ -44,8 +54,12 @@ def save_checkpoint(state: dict[str, Any], path: str | os.PathLike) -> Path:
     """Write ``state`` to ``path`` atomically (temp file + fsync + rename)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    buffer = io.BytesIO()
+    torch.save({"format": FORMAT, **state}, buffer)
+    payload = buffer.getbuffer()
     with atomic_write(path, binary=True) as handle:
-        torch.save({"format": FORMAT, **state}, handle)
+        handle.write(_MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n")
+        handle.write(payload)
     return path
 
 
@@ -58,17 +72,30 @@ def load_checkpoint(path: str | os.PathLike, *, map_location: str | torch.device
         )
     if not path.is_file():
         raise CheckpointError(f"checkpoint {path}: no such file")
+    data = path.read_bytes()
+    source: Path | io.BytesIO = path
+    if data.startswith(_MAGIC):
+        expected = data[len(_MAGIC) : _HEADER - 1].decode("ascii", "replace")
+        found = hashlib.sha256(memoryview(data)[_HEADER:]).hexdigest()
+        if found != expected:
+            raise CheckpointError(
+                f"checkpoint {path} ({len(data)} bytes) is truncated or corrupt (its content does not "
+                "match the sha256 digest written with it) and was refused"
+            )
+        source = io.BytesIO(memoryview(data)[_HEADER:])
+    del data
     try:
-        state = torch.load(path, map_location=map_location, weights_only=True)
+        state = torch.load(source, map_location=map_location, weights_only=True)
     except Exception as error:  # torch raises RuntimeError, EOFError, UnpicklingError ...
         size = path.stat().st_size
         raise CheckpointError(
             f"checkpoint {path} ({size} bytes) is truncated or corrupt, or not a checkpoint, "
             f"and was refused: {_load_failure(error)}"
         ) from error
-    if not isinstance(state, dict) or state.get("format") != FORMAT:
-        found = state.get("format") if isinstance(state, dict) else type(state).__name__
-        raise CheckpointError(f"checkpoint {path}: unknown format {found!r} (expected {FORMAT})")
+    version = state.get("format") if isinstance(state, dict) else type(state).__name__
+    # format 1 has no header; a format-2 payload without its header lost it: refused
+    if version not in (1, FORMAT) or (version == FORMAT) != isinstance(source, io.BytesIO):
+        raise CheckpointError(f"checkpoint {path}: unknown format {version!r} (expected {FORMAT})")
     return state
 
 
@@ -99,6 +126,7 @@ class CheckpointManager:
         checkpoint), and refuse one holding another run's checkpoints unless ``resuming``: a
         fresh run would overwrite and prune them. ``option`` names the setting in errors."""
         output_dir(self.directory, option=option)
+        self._remove_unfinished()
         found = self.step_files() + ([self.best_path] if self.best_path.exists() else [])
         if found and not resuming:
             names = ", ".join(p.name for p in found[-3:])
@@ -106,6 +134,23 @@ class CheckpointManager:
                 f"{option}={self.directory}: already holds checkpoints ({names}); continue that "
                 "run with trainer.resume=last, or choose another folder"
             )
+
+    def _remove_unfinished(self) -> None:
+        """Temporary files of writes cut by a kill: never a checkpoint, so removed (the caller
+        owns the folder: :class:`parser.runtime.run_lock.RunLock`)."""
+        stray = sorted(p for p in self.directory.iterdir() if _TEMP_FILE.match(p.name))
+        for path in stray:
+            path.unlink(missing_ok=True)
+        if stray:
+            log.warning("%s: removed %d unfinished checkpoint write(s) of an interrupted run: %s",
+                        self.directory, len(stray), ", ".join(p.name for p in stray[:3]))
+
+    def describe_saved(self) -> str:
+        """Where the last good checkpoints are, for a message that stops a run."""
+        found = [p.name for p in self.step_files()] + (["best.pt"] if self.best_path.exists() else [])
+        if not found:
+            return f"no checkpoint was written yet ({self.directory} holds none)"
+        return f"the last good checkpoints are in {self.directory} ({', '.join(found)})"
 
     def step_files(self) -> list[Path]:
         """Periodic checkpoints, oldest first."""

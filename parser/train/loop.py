@@ -81,6 +81,8 @@ class Trainer:
         if trainer.deterministic:
             torch.use_deterministic_algorithms(True)
         seed_everything(trainer.seed)
+        if trainer.max_nonfinite < 0:
+            raise ValueError(f"trainer.max_nonfinite={trainer.max_nonfinite}: must be >= 0")
         checkpoint_dir = Path(trainer.checkpoint_dir) if trainer.checkpoint_dir else self.run_dir / "checkpoints"
         self.checkpoints = CheckpointManager(checkpoint_dir, keep_last=trainer.keep_last)
         # (null trainer.checkpoint_dir: <run dir>/checkpoints; errors show the folder used)
@@ -88,7 +90,8 @@ class Trainer:
             option="trainer.checkpoint_dir", resuming=bool(trainer.resume)
         ))
         resumed = self.dist.on_main(
-            lambda: resolve_resume(trainer.resume, checkpoints=self.checkpoints, run_dir=self.run_dir)
+            lambda: resolve_resume(trainer.resume, checkpoints=self.checkpoints,
+                                   config=OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
         )
 
         vocabs = Vocabularies.from_state_dict(resumed["vocabs"]) if resumed else None
@@ -262,7 +265,7 @@ class Trainer:
             raise NonFiniteError(
                 f"training stopped at step {self.state.step}: {self.state.nonfinite_in_row} steps "
                 f"in a row had non-finite scores, loss or gradient (trainer.max_nonfinite={limit}); "
-                f"the last good checkpoints are in {self.checkpoints.directory}"
+                f"{self.checkpoints.describe_saved()}"
             )
 
     def _forward(self, batch, *, step: int):
@@ -281,8 +284,7 @@ class Trainer:
         if self.dist.enabled:  # the other ranks wait in collectives: no way to skip together
             raise NonFiniteError(
                 f"training stopped at step {step} on rank {self.dist.rank}: the scorer gave NaN or "
-                f"infinite scores; lower optim.lr; the last good checkpoints are in "
-                f"{self.checkpoints.directory}"
+                f"infinite scores; lower optim.lr; {self.checkpoints.describe_saved()}"
             )
         return None
 
@@ -295,8 +297,8 @@ class Trainer:
         raise NonFiniteError(
             f"training stopped at step {self.state.step + 1}: the update left non-finite parameters "
             f"({', '.join(names[:3])}{', ...' if len(names) > 3 else ''}); lower optim.lr "
-            f"(now {self.optimizer.param_groups[0]['lr']:g}) or optim.clip_norm; the last good "
-            f"checkpoints are in {self.checkpoints.directory}"
+            f"(now {self.optimizer.param_groups[0]['lr']:g}) or optim.clip_norm; "
+            f"{self.checkpoints.describe_saved()}"
         )
 
     def _log_step(self, out, logs: dict, grad_norm, window: dict, kind: str) -> float:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from parser.config import DataConfig, OnInvalid
+from parser.constraints.spec import UPOS_TAGS
 from parser.data.batching import BucketBatcher, EncodedSentence
 from parser.data.conllu_io import Sentence, Treebank, read_conllu, read_tokenized
 from parser.data.paths import resolve_ud_root, treebank_file
@@ -168,6 +169,7 @@ def load_training_data(
                 f"data.max_length={cfg.max_length}: all {len(part)} {what} training sentences "
                 f"are longer (shortest: {min(len(s) for s in part)} words); raise data.max_length"
             )
+    report_unknown_upos(labeled + unlabeled)
     if vocabs is None:
         vocabs = Vocabularies.build(labeled + unlabeled, min_freq=cfg.min_freq)
     log.info("training on %d labeled and %d unlabeled sentences", len(labeled), len(unlabeled))
@@ -181,3 +183,23 @@ def load_training_data(
         vocabs=vocabs, stream=stream, labeled=labeled, unlabeled=unlabeled,
         dev=read_split(cfg, "dev"), test=read_split(cfg, "test"),
     )
+
+
+def report_unknown_upos(sentences: list[Sentence]) -> int:
+    """Log (WARNING) how many words of the training ``sentences`` carry a UPOS tag outside UD's
+    17, with examples (a tag set mix-up, or XPOS in the UPOS column); they are kept as tags of
+    their own. Returns that count."""
+    unknown: dict[str, int] = {}
+    first: dict[str, str] = {}
+    for sentence in sentences:
+        for tag, line in zip(sentence.upos, sentence.word_lines):
+            if tag is not None and tag not in UPOS_TAGS:
+                unknown[tag] = unknown.get(tag, 0) + 1
+                first.setdefault(tag, f"{sentence.path}:{line}")
+    count = sum(unknown.values())
+    if count:
+        examples = sorted(unknown, key=lambda t: -unknown[t])[:5]
+        log.warning("training data: %d words have a UPOS tag outside UD's 17 (%d distinct: %s); "
+                    "they are kept as tags of their own", count, len(unknown),
+                    ", ".join(f"{t} x{unknown[t]} (first at {first[t]})" for t in examples))
+    return count

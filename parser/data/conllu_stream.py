@@ -1,0 +1,145 @@
+"""CoNLL-U and plain text read sentence by sentence, for files of any length (``parser-predict``).
+
+The same checks and messages as :func:`parser.data.conllu_io.read_conllu` and
+:func:`~parser.data.conllu_io.read_tokenized` (which read a whole file at once, the faster way
+for training data), applied line by line: memory holds one sentence (one chunk with
+:func:`chunked`), not the file. A file-level problem is raised when its line is reached, so a
+caller that must not act on half a file reads it once through first (see
+:func:`parser.inference.predict_file`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Literal, TypeVar
+
+from parser.data.conllu_io import Sentence, tokenized_sentence
+from parser.data.validate import ConlluError, parse_rows
+
+__all__ = ["chunked", "stream_conllu", "stream_tokenized"]
+
+log = logging.getLogger(__name__)
+
+_WHITESPACE = re.compile(r"^[ \t\f\v]+$")
+T = TypeVar("T")
+
+
+def stream_conllu(path: str | os.PathLike, *, on_invalid: Literal["raise", "skip"] = "raise",
+                  require_trees: bool = True, single_root: bool = True,
+                  report: bool = True) -> Iterator[Sentence]:
+    """The sentences of a CoNLL-U file, in order. ``on_invalid="skip"`` skips malformed ones
+    (counted and, when ``report``, logged at the end, as ``read_conllu`` does)."""
+    if on_invalid not in ("raise", "skip"):
+        raise ValueError(f"on_invalid must be 'raise' or 'skip', got {on_invalid!r}")
+    name = str(path)
+    skipped: list[ConlluError] = []
+    count = 0
+    for first_line, lines in _blocks(name, final_blank_line=True):
+        try:
+            rows = parse_rows(lines, path=name, first_line=first_line,
+                              require_trees=require_trees, single_root=single_root)
+        except ConlluError as error:
+            if on_invalid == "raise":
+                raise
+            skipped.append(error)
+            continue
+        count += 1
+        yield Sentence(lines, rows.forms, rows.lemmas, rows.upos, rows.heads, rows.deprels,
+                       name, first_line, rows.word_lines, rows.word_rows)
+    if skipped and report:
+        log.warning("%s: skipped %d malformed sentence(s) of %d; first: %s", name, len(skipped),
+                    len(skipped) + count, skipped[0])
+    if not count:
+        raise ConlluError(name, 1, f"no valid sentences ({len(skipped)} skipped)")
+
+
+def stream_tokenized(path: str | os.PathLike) -> Iterator[Sentence]:
+    """The sentences of a plain-text file, one whitespace-tokenised sentence per line."""
+    name = str(path)
+    stem = Path(name).stem
+    count = 0
+    for lineno, raw in _lines(name, final_blank_line=False):
+        forms = raw.split()
+        if forms:
+            count += 1
+            yield tokenized_sentence(forms, path=name, stem=stem, line=lineno)
+    if not count:
+        raise ConlluError(name, 1, "no sentences: the file has no tokens")
+
+
+def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """Consecutive lists of ``size`` items (the last one shorter).
+
+    >>> list(chunked(range(5), 2))
+    [[0, 1], [2, 3], [4]]
+    """
+    if size < 1:
+        raise ValueError(f"chunk size must be >= 1, got {size}")
+    chunk: list[T] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _blocks(path: str, *, final_blank_line: bool) -> Iterator[tuple[int, list[str]]]:
+    """(1-based first line, lines) of each blank-line-separated block."""
+    block: list[str] = []
+    start = 1
+    for lineno, raw in _lines(path, final_blank_line=final_blank_line):
+        if raw:
+            if not block:
+                start = lineno
+            block.append(raw)
+        elif block:
+            yield start, block
+            block = []
+    if block:
+        yield start, block
+
+
+def _lines(path: str, *, final_blank_line: bool) -> Iterator[tuple[int, str]]:
+    """(1-based number, text without its newline) of each line, with the file-level checks of
+    :func:`parser.data.validate.check_text` (the last ones when the end is reached)."""
+    last_text = 0  # number of the last line holding text
+    ends_blank = False  # the file ends with an empty line (after a newline)
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no such file") from None
+    with handle:
+        lineno = 0
+        for lineno, data in enumerate(handle, start=1):
+            try:
+                raw = data.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise ConlluError(path, lineno, f"not valid UTF-8 (byte {data[error.start]:#04x})") \
+                    from None
+            if lineno == 1 and raw.startswith("\ufeff"):
+                raise ConlluError(path, 1, "byte-order mark (BOM) at the start of the file; "
+                                           "save it as UTF-8 without BOM")
+            text = raw.removesuffix("\n")
+            if "\r" in text:
+                kind = "CRLF line ending" if text.endswith("\r") and raw.endswith("\n") \
+                    else "carriage return"
+                raise ConlluError(path, lineno, f"{kind} (\\r); convert the file to LF line "
+                                                "endings (e.g. dos2unix)")
+            if _WHITESPACE.match(text):
+                raise ConlluError(path, lineno,
+                                  "line holds only whitespace (a separator line must be empty)")
+            if text:
+                last_text = lineno
+            ends_blank = raw == "\n" and last_text > 0
+            yield lineno, text
+    if not last_text:
+        raise ConlluError(path, 1, "no sentences: the file is empty")
+    if final_blank_line and not ends_blank:
+        raise ConlluError(path, last_text, f"missing blank line after the last sentence (line "
+                                           f"{last_text}); a CoNLL-U file ends with an empty line")

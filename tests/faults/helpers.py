@@ -1,0 +1,50 @@
+"""Runs on the tiny fixtures for the fault-injection tests: the command line of a training run,
+a byte snapshot of a folder, a reference run's weights."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import torch
+
+from parser.train.loop import Trainer
+from tests.train.helpers import QUIET, TINY_MODEL, tiny_config
+
+REPO = Path(__file__).resolve().parents[2]
+# 12 steps, a checkpoint every 3: kills land before, between and during checkpoints
+OPTIONS = ["trainer.max_steps=12", "trainer.eval_every=3", "trainer.keep_last=2",
+           "trainer.patience=null", "model.dropout=0.2", "trainer.final_eval=false",
+           "trainer.num_threads=1"]
+
+
+def train_argv(run_dir: Path, *extra: str) -> list[str]:
+    """``parser-train`` arguments of a tiny run into ``run_dir``."""
+    return ["data=tiny", *TINY_MODEL, *QUIET, *OPTIONS, f"hydra.run.dir={run_dir}", *extra]
+
+
+def train_command(run_dir: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "parser.cli.train", *train_argv(run_dir, *extra)]
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` (relative path -> bytes)."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+def straight_weights(run_dir: Path, *overrides: str) -> dict[str, torch.Tensor]:
+    """The final weights of an uninterrupted in-process run with :data:`OPTIONS`."""
+    previous = torch.get_num_threads()
+    try:
+        trainer = Trainer(tiny_config(*OPTIONS, *overrides), run_dir=run_dir)
+        trainer.fit()
+    finally:
+        torch.set_num_threads(previous)
+    return {name: value.clone() for name, value in trainer.model.state_dict().items()}
+
+
+def assert_same_weights(expected: dict[str, torch.Tensor], found: dict[str, torch.Tensor]) -> None:
+    assert expected.keys() == found.keys()
+    for name, value in expected.items():
+        assert torch.equal(value, found[name]), name
