@@ -22,12 +22,13 @@ from parser.data.paths import resolve_ud_root, treebank_file
 from parser.data.streams import TrainingStream, split_labeled, strip_annotation
 from parser.data.vocab import Vocabularies
 from parser.inference import missing_upos, tag_input
+from parser.objectives import terms_needing
 from parser.runtime.checkpoint import CheckpointError
 from parser.runtime.user_files import input_file
 from parser.tagger.predict import load_tagger
 
 __all__ = [
-    "TrainingData", "eval_batcher", "ge_term_names", "load_training_data", "read_split",
+    "TrainingData", "eval_batcher", "upos_term_names", "load_training_data", "read_split",
     "split_path", "tag_unlabeled",
 ]
 
@@ -69,14 +70,10 @@ def read_unlabeled(path: str | Path, *, on_invalid: str) -> list[Sentence]:
     return strip_annotation(sentences)
 
 
-def ge_term_names(terms: Mapping | None) -> list[str]:
-    """The names of the ``ge`` terms (``type: ge`` or named ``ge``) with a non-zero weight."""
-    names = []
-    for name, options in (terms or {}).items():
-        options = options if isinstance(options, Mapping) else {}
-        if str(options.get("type", name)) == "ge" and options.get("weight", 1.0):
-            names.append(str(name))
-    return names
+def upos_term_names(terms: Mapping | None) -> list[str]:
+    """The names of the active objective terms whose kind declares that it reads UPOS (the
+    objective registry's ``needs``; GE today), so that unlabeled text without tags is an error."""
+    return terms_needing(terms, "upos")
 
 
 def tag_unlabeled(
@@ -138,7 +135,7 @@ def load_training_data(
 ) -> TrainingData:
     """Read the files, tag the unlabeled text (``data.tagger``), build (or reuse, when
     resuming) the vocabularies, make the stream. ``objective_terms`` (``objective.terms``) says
-    whether a GE term reads the unlabeled text's UPOS: missing UPOS and no tagger is then an error."""
+    whether a term reads the unlabeled text's UPOS: missing UPOS and no tagger is then an error."""
     train = read_split(cfg, "train")
     sentences = list(train.sentences) if train is not None else []
     if cfg.max_train_sentences is not None:
@@ -153,7 +150,7 @@ def load_training_data(
         on_invalid = "raise" if OnInvalid(cfg.on_invalid) is OnInvalid.error else "skip"
         unlabeled += read_unlabeled(cfg.unlabeled_file, on_invalid=on_invalid)
     if unlabeled:
-        needed_by = [f"objective term {name!r}" for name in ge_term_names(objective_terms)]
+        needed_by = [f"objective term {name!r}" for name in upos_term_names(objective_terms)]
         unlabeled = tag_unlabeled(unlabeled, cfg, upos_needed_by=needed_by)
     elif cfg.retag_unlabeled:
         log.warning("data.retag_unlabeled=true but there is no unlabeled text to retag")

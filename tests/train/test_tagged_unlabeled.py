@@ -13,7 +13,7 @@ from parser.data.conllu_io import read_conllu
 from parser.data.streams import UNLABELED
 from parser.runtime.checkpoint import CheckpointError
 from parser.tagger.predict import load_tagger, tag_sentences
-from parser.train.training_data import ge_term_names, load_training_data
+from parser.train.training_data import upos_term_names, load_training_data
 from tests.tagger.helpers import train_tiny_tagger
 
 GE = {"ge": {"weight": 1.0, "constraints": "ud_universal"}}
@@ -122,7 +122,7 @@ def test_missing_upos_with_ge_and_no_tagger_is_an_error(fixtures, tmp_path, tagg
                            seed=0)
 
 
-def test_ge_term_names():
-    assert ge_term_names(None) == []
-    assert ge_term_names({"ge": {"weight": 1.0}, "gold": {"type": "likelihood"}}) == ["ge"]
-    assert ge_term_names({"mine": {"type": "ge", "weight": 0.5}, "ge": {"weight": 0.0}}) == ["mine"]
+def test_upos_term_names_follow_the_registry():
+    assert upos_term_names(None) == []
+    assert upos_term_names({"ge": {"weight": 1.0}, "gold": {"type": "likelihood"}}) == ["ge"]
+    assert upos_term_names({"mine": {"type": "ge", "weight": 0.5}, "ge": {"weight": 0.0}}) == ["mine"]
