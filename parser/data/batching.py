@@ -109,7 +109,10 @@ class BucketBatcher:
     """Batches of sentences of similar length, sized by a token budget.
 
     Each batch holds at most ``tokens_per_batch`` padded word positions (batch size times its
-    longest sentence); a sentence longer than the budget alone forms a batch. Sentences longer
+    longest sentence); a sentence longer than the budget alone forms a batch. ``cells_per_batch``
+    (None: no limit) also bounds batch size times its longest sentence squared, the size of the
+    ``[B, N+1, N+1, L]`` score tensors, so that memory does not grow with the longest sentence
+    read (prediction). Sentences longer
     than ``max_length`` are skipped with a count (``n_skipped``): give None when predicting.
 
     Order: with ``shuffle``, sentences of equal length are shuffled before cutting batches and
@@ -127,15 +130,19 @@ class BucketBatcher:
 
     def __init__(self, encoded: Sequence[EncodedSentence], *, tokens_per_batch: int,
                  shuffle: bool, seed: int = 0, max_length: int | None = None,
-                 labeled: bool = True, num_replicas: int = 1, rank: int = 0) -> None:
+                 labeled: bool = True, num_replicas: int = 1, rank: int = 0,
+                 cells_per_batch: int | None = None) -> None:
         if tokens_per_batch < 1:
             raise ValueError(f"tokens_per_batch must be >= 1, got {tokens_per_batch}")
+        if cells_per_batch is not None and cells_per_batch < 1:
+            raise ValueError(f"cells_per_batch must be >= 1 or None, got {cells_per_batch}")
         if max_length is not None and max_length < 1:
             raise ValueError(f"max_length must be >= 1 or None, got {max_length}")
         if not 0 <= rank < num_replicas:
             raise ValueError(f"rank {rank} not in 0..{num_replicas - 1}")
         self.encoded = list(encoded)
         self.tokens_per_batch = tokens_per_batch
+        self.cells_per_batch = cells_per_batch
         self.shuffle = shuffle
         self.seed = seed
         self.labeled = labeled
@@ -167,7 +174,7 @@ class BucketBatcher:
         current: list[int] = []
         for i in order:
             # ascending lengths: the sentence added now is the batch's longest
-            if current and (len(current) + 1) * int(lengths[i]) > self.tokens_per_batch:
+            if current and self._full(len(current) + 1, int(lengths[i])):
                 batches.append([int(kept[j]) for j in current])
                 current = []
             current.append(int(i))
@@ -178,6 +185,12 @@ class BucketBatcher:
             batches = [b[self.rank::self.num_replicas] for b in batches
                        if len(b) >= self.num_replicas]
         return batches
+
+    def _full(self, size: int, longest: int) -> bool:
+        """Whether ``size`` sentences of at most ``longest`` words exceed a budget."""
+        if size * longest > self.tokens_per_batch:
+            return True
+        return self.cells_per_batch is not None and size * (longest + 1) ** 2 > self.cells_per_batch
 
     def __len__(self) -> int:
         """Batches in the current epoch (all of them, not only those left)."""

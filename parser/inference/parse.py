@@ -48,14 +48,16 @@ def parse(
     vocabs: Vocabularies,
     *,
     tokens_per_batch: int,
+    cells_per_batch: int | None = None,
     device: torch.device | str = "cpu",
     score: bool = True,
 ) -> Predictions:
-    """Best trees of ``sentences`` (model in eval mode for the call, training mode restored)."""
+    """Best trees of ``sentences`` (model in eval mode for the call, training mode restored).
+    ``cells_per_batch`` bounds batch size x (longest + 1)^2 (see ``BucketBatcher``)."""
     encoded = encode_all(list(sentences), vocabs)
     gold = score and all(e.heads is not None for e in encoded)
     batcher = BucketBatcher(encoded, tokens_per_batch=tokens_per_batch, shuffle=False,
-                            max_length=None, labeled=gold)
+                            max_length=None, labeled=gold, cells_per_batch=cells_per_batch)
     metric = AttachmentMetric() if gold else None
     rel_universal = vocabs.rel_universal_ids()
     heads: list[list[int] | None] = [None] * len(encoded)

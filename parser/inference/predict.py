@@ -30,6 +30,12 @@ __all__ = ["predict_file"]
 log = logging.getLogger("parser.predict")
 
 
+# Score tensors are [B, N+1, N+1, L]: a token budget alone lets the longest sentence read set the
+# peak memory. Batches are also capped at this many (N+1)^2 cells per token of the budget, which
+# leaves sentences of up to 39 words batched as before and splits batches of longer ones.
+CELLS_PER_TOKEN = 40
+
+
 def predict_file(
     checkpoint: str | Path,
     input_path: str | Path,
@@ -116,6 +122,7 @@ def predict_file(
                                         tokens_per_batch=tokens_per_batch)
             unknown += unknown_words(words, vocabs)[0]
             predictions = parse(model, words, vocabs, tokens_per_batch=tokens_per_batch,
+                                cells_per_batch=CELLS_PER_TOKEN * tokens_per_batch,
                                 device=torch_device, score=False)
             write_predictions(chunk, predictions, out, upos=upos, keep_deps=keep_deps)
     report_unknown_words(unknown, total, name=str(input_path))

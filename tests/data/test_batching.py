@@ -89,6 +89,21 @@ def test_token_budget_and_coverage(tiny, budget):
     assert len(batches) <= len(encoded)
 
 
+@pytest.mark.parametrize("cells", [1, 100, 400, 2000])
+def test_cell_budget_bounds_batch_times_length_squared(tiny, cells):
+    _, _, encoded = tiny
+    capped = BucketBatcher(encoded, tokens_per_batch=200, shuffle=False, cells_per_batch=cells)
+    plain = BucketBatcher(encoded, tokens_per_batch=200, shuffle=False)
+    assert _covered(capped, 0) == list(range(len(encoded)))
+    for indices in capped.batch_indices(0):
+        longest = max(encoded[i].length for i in indices)
+        assert len(indices) * (longest + 1) ** 2 <= cells or len(indices) == 1
+        assert len(indices) * longest <= 200 or len(indices) == 1
+    assert len(capped.batch_indices(0)) >= len(plain.batch_indices(0))
+    with pytest.raises(ValueError, match="cells_per_batch"):
+        BucketBatcher(encoded, tokens_per_batch=200, shuffle=False, cells_per_batch=0)
+
+
 def test_buckets_group_similar_lengths(tiny):
     _, _, encoded = tiny
     batcher = BucketBatcher(encoded, tokens_per_batch=40, shuffle=False)
