@@ -61,6 +61,7 @@ backward adds none (`all_trusted` is already a Python bool). Without a graph, lo
 OPERATIONS = ["log Z [no grad]", "log Z [graph, forward]", "log Z + backward", "GE-like",
               "entropy + backward", "KL + backward"]
 IMPLS = ["ours", "torch-struct", "supar"]
+DATA = ["ewt", "synthetic-50", "synthetic-100", "synthetic-250"]
 
 
 def batches_of(data: str, dtype: torch.dtype, *, quick: bool) -> list[tuple]:
@@ -213,19 +214,21 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a smoke run: fewer batches, prints only")
     parser.add_argument("--step-batches", type=int, default=8)
     parser.add_argument("--skip-steps", action="store_true", help="the CRF operations only")
+    parser.add_argument("--data", nargs="+", default=DATA, choices=DATA,
+                        help="a subset prints its rows only (the results file needs them all)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     start = time.perf_counter()
     note = timing_note()
     rows = []
-    for data in ["ewt", "synthetic-50", "synthetic-100", "synthetic-250"]:
+    for data in args.data:
         for dtype in (torch.float32, torch.float64):
             for single_root in (True, False):
                 repeats = min(args.repeats, 3) if data == "synthetic-250" else args.repeats  # (run time)
                 rows += operations(data, dtype, single_root, repeats=repeats, quick=args.quick)
     step_rows = [] if args.skip_steps else training_steps(
         n_batches=4 if args.quick else args.step_batches, repeats=1 if args.quick else 2, quick=args.quick)
-    if args.quick:
+    if args.quick or args.data != DATA:
         return
     header = ["data", "dtype", "root", "operation", "ours ms", "torch-struct ms", "SuPar ms",
               "ours / torch-struct", "ours / SuPar"]

@@ -37,7 +37,11 @@ class _LogPartition(Function):
     def forward(ctx, scores: Tensor, twin) -> Tensor:
         ctx.twin = twin
         ctx.save_for_backward(scores)
-        return twin._partition[0].clone()  # (a fresh tensor: autograd takes ownership of it)
+        factors = twin._factors
+        # Trusted everywhere: the LU's log Z, without building the full-shape marginals (the
+        # backward reads their word rows); else the merged route. (clone: a fresh tensor, which
+        # autograd takes ownership of.)
+        return (factors.log_z if factors.all_trusted else twin._partition[0]).clone()
 
     @staticmethod
     def backward(ctx, grad: Tensor):

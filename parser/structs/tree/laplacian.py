@@ -211,7 +211,8 @@ class Factorization:
         # [B, dep word, head]; in place without a graph (one buffer fewer to allocate)
         weights = self.weights = weights.exp() if scores.requires_grad else weights.exp_()
         words, root = weights.narrow(2, 1, n), weights.select(2, 0)
-        incoming = words.sum(-1) if single_root else words.sum(-1) + root
+        # (multi-root: every head counts, ROOT included: one reduction over the whole row)
+        incoming = words.sum(-1) if single_root else weights.sum(-1)
         # Padding words get a 1 on the diagonal so the determinant is that of the real block.
         padding = self.padding = lengths.unsqueeze(-1) < constants.word_positions if padded else None
         if padding is not None:  # (their incoming weights are 0)
