@@ -7,32 +7,32 @@ k best labeled trees are the k best arborescences of the multigraph with one par
 
 Algorithm: Lawler's (1972) partition scheme, the frame of Camerini, Fratta & Maffioli (1980) and of
 Zmigrod, Vieira & Cotterell (2021): a priority queue of disjoint tree sets (:class:`.Subspace`),
-each with its best tree. The best of the queue is the next answer; its set minus that tree splits
-into one set per unfixed word ``d``: the words before ``d`` keep the answer's pair, ``d`` loses it.
-The best tree of a set is one maximum spanning tree call (:mod:`.kbest_subspaces`, with the root
-constraint handled there as in :mod:`.mst`), and every set produced in one step, for every
-sentence of the batch, is decoded in one batched call. Ties: a set's best-scoring tree is made the
-first in the order above by descending into the sets of trees that come before it (words before
-``d`` fixed, ``d``'s pair below the current one) until none holds a tree of the same score;
-a queue entry is only answered once refined, and unrefined entries sort first at equal score.
+each with its best tree. Opening the best set queues its best tree on its own and splits the rest
+by the first word ``d`` that differs from that tree (Lawler's split) and, to keep ties exact, by
+whether ``d``'s (head, label) is below or above the tree's: two sets per unfixed word, each an
+interval of pair codes per word. The queue orders sets by best score, then by a lexicographic
+lower bound of their trees, so a single tree at the top comes before every unseen tree. The best
+tree of a set is one maximum spanning tree call (:mod:`.kbest_subspaces`, the root constraint
+handled there as in :mod:`.mst`); the sets of one step, for every sentence of the batch, are
+decoded in one batched call.
 
-Cost per sentence: O(k n) maximum spanning tree calls (plus as many for refinement; ties add more),
-batched. Scores are compared as exactly rounded float64 sums (``math.fsum``); for scores whose
+Cost per sentence: about 2 k n maximum spanning tree calls over ``n + 1`` nodes (with ties, more
+sets are opened before the lexicographically first of equal trees is known), in about k batched
+steps. Scores are compared as exactly rounded float64 sums (``math.fsum``); for scores whose
 tree sums are exact (integers, dyadic values) ties are broken exactly, otherwise trees within
 rounding of each other may come in either order.
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
 from typing import NamedTuple
 
 import torch
 from torch import Tensor
 
 from parser.structs.common import NEG_INF, arc_mask, check_scores_and_lengths
-from parser.structs.decoding.kbest_subspaces import Solution, Subspace, solve
+from parser.structs.decoding.kbest_search import SentenceSearch
+from parser.structs.decoding.kbest_subspaces import solve
 
 __all__ = ["KBestTrees", "k_best_trees"]
 
@@ -45,46 +45,6 @@ class KBestTrees(NamedTuple):
     heads: Tensor
     labels: Tensor | None
     scores: Tensor
-
-
-class _Sentence:
-    """The search state of one sentence: its queue of (set, best tree) entries and its answers."""
-
-    def __init__(self, index: int, n: int) -> None:
-        self.index, self.n = index, n
-        self.queue: list = []  # (-score, refined, pairs, tie-break counter, subspace)
-        self.answers: list[tuple[tuple[int, ...], float]] = []
-        self.refining: tuple[Subspace, Subspace, Solution] | None = None  # (entry set, current, best)
-        self.counter = itertools.count()
-
-    def push(self, space: Subspace, best: Solution, *, refined: bool) -> None:
-        if best.pairs is not None:
-            heapq.heappush(self.queue, (-best.score, refined, best.pairs, next(self.counter), space))
-
-
-def _children(space: Subspace, pairs: tuple[int, ...]) -> list[Subspace]:
-    """``space`` minus the tree ``pairs``, as disjoint sets (one per word not fixed in ``space``)."""
-    out, fixed = [], list(space.fixed)
-    for word in range(1, len(pairs)):
-        if space.fixed[word] >= 0:
-            continue
-        out.append(Subspace(space.sentence, tuple(fixed), (*space.excluded, (word, pairs[word]))))
-        fixed[word] = pairs[word]
-    return out
-
-
-def _earlier(space: Subspace, pairs: tuple[int, ...]) -> list[tuple[int, Subspace]]:
-    """The trees of ``space`` before ``pairs`` in lexicographic order, as disjoint sets keyed by
-    the first word that differs (words before it keep ``pairs``, its own pair is smaller)."""
-    out, fixed = [], list(space.fixed)
-    bound = list(space.bound) if space.bound is not None else [len(pairs) * 10**9] * len(pairs)
-    for word in range(1, len(pairs)):
-        if space.fixed[word] < 0:
-            below = list(bound)
-            below[word] = min(below[word], pairs[word])
-            out.append((word, Subspace(space.sentence, tuple(fixed), space.excluded, tuple(below))))
-        fixed[word] = pairs[word]
-    return out
 
 
 def k_best_trees(scores: Tensor, lengths: Tensor, *, k: int, single_root: bool) -> KBestTrees:
@@ -111,7 +71,8 @@ def k_best_trees(scores: Tensor, lengths: Tensor, *, k: int, single_root: bool) 
         size, n_labels = pair_scores.shape[1], pair_scores.shape[3]
         real = arc_mask(lengths, size)
         pair_scores = pair_scores.masked_fill(~real[..., None], NEG_INF)
-        sentences = [_Sentence(b, n) for b, n in enumerate(lengths.tolist())]
+        table = pair_scores.reshape(*pair_scores.shape[:2], -1).cpu().numpy()
+        sentences = [SentenceSearch(b, n, table[b]) for b, n in enumerate(lengths.tolist())]
         _search(pair_scores, lengths, sentences, k=k, single_root=single_root)
     heads = torch.full((k, len(sentences), size), -1, dtype=torch.long)
     labels = torch.full_like(heads, -1)
@@ -127,59 +88,19 @@ def k_best_trees(scores: Tensor, lengths: Tensor, *, k: int, single_root: bool) 
     return KBestTrees(heads.to(device), labels.to(device) if labeled else None, tree_scores.to(device))
 
 
-def _search(scores: Tensor, lengths: Tensor, sentences: list[_Sentence], *, k: int,
+def _search(scores: Tensor, lengths: Tensor, searches: list[SentenceSearch], *, k: int,
             single_root: bool) -> None:
-    """Fills each sentence's ``answers``, one batched oracle call per step."""
-    roots = [Subspace(s.index, (-1,) * (s.n + 1)) for s in sentences]
-    for sentence, space, best in zip(sentences, roots, solve(scores, lengths, roots,
-                                                             single_root=single_root)):
-        sentence.push(space, best, refined=False)
-    while True:
-        requests: list[tuple[_Sentence, str, object, Subspace]] = []
-        for sentence in sentences:
-            _step(sentence, requests, k=k)
-        if not requests:
-            return
-        solutions = solve(scores, lengths, [space for *_, space in requests], single_root=single_root)
-        refinements: dict[int, list] = {}
-        for (sentence, kind, tag, space), best in zip(requests, solutions):
-            if kind == "child":
-                sentence.push(space, best, refined=False)
-            else:
-                refinements.setdefault(sentence.index, [sentence]).append((tag, space, best))
-        for sentence, *found in refinements.values():
-            _refine(sentence, found)
-
-
-def _step(sentence: _Sentence, requests: list, *, k: int) -> None:
-    """Answers the sentence's best entry if refined (queueing its children), else starts or goes
-    on refining it; adds the sets to decode to ``requests``."""
-    while sentence.refining is None and len(sentence.answers) < k and sentence.queue:
-        neg_score, refined, pairs, _, space = heapq.heappop(sentence.queue)
-        if refined:
-            sentence.answers.append((pairs, -neg_score))
-            if len(sentence.answers) < k:
-                requests.extend((sentence, "child", None, child) for child in _children(space, pairs))
-            return
-        sentence.refining = (space, space, Solution(pairs, -neg_score))
-    if sentence.refining is None:
-        return
-    entry, current, best = sentence.refining
-    earlier = _earlier(current, best.pairs)
-    if not earlier:  # nothing can come before it
-        sentence.refining = None
-        sentence.push(entry, best, refined=True)
-        _step(sentence, requests, k=k)
-        return
-    requests.extend((sentence, "refine", word, space) for word, space in earlier)
-
-
-def _refine(sentence: _Sentence, found: list[tuple[int, Subspace, Solution]]) -> None:
-    """Moves to the first earlier set holding a tree as good as the current one, or settles."""
-    entry, _, best = sentence.refining
-    for _, space, candidate in sorted(found, key=lambda item: item[0]):
-        if candidate.pairs is not None and candidate.score >= best.score:
-            sentence.refining = (entry, space, candidate)
-            return
-    sentence.refining = None
-    sentence.push(entry, best, refined=True)
+    """Fills each sentence's ``answers``; each step decodes, in one batched call, the sets that
+    reached the top of every sentence's queue."""
+    roots = [search.root() for search in searches]
+    for search, space, best in zip(searches, roots, solve(scores, lengths, roots,
+                                                          single_root=single_root)):
+        search.push_decoded(space, best)
+    active = list(searches)
+    while active:
+        requests = [(search, space) for search in active
+                    for space in search.advance(k, width=max(2, search.n // 2))]
+        solutions = solve(scores, lengths, [space for _, space in requests], single_root=single_root)
+        for (search, space), best in zip(requests, solutions):
+            search.push_decoded(space, best)
+        active = [s for s in active if len(s.answers) < k and s.queue]

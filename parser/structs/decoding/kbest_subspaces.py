@@ -2,8 +2,7 @@
 
 A tree of ``n`` words is a sequence of ``(head, label)`` *pairs*, one per word, each pair coded as
 ``head * L + label`` (``L = 1`` when unlabeled). A :class:`Subspace` is a set of trees given by
-constraints on the pairs: some words' pairs fixed, some pairs excluded, and an exclusive upper
-bound on each word's pair code. Its best tree is the maximum spanning tree (Chu-Liu/Edmonds with
+an interval of pair codes for each word (a fixed word has an interval of one). Its best tree is the maximum spanning tree (Chu-Liu/Edmonds with
 the root constraint, :func:`.mst.maximum_spanning_tree`) over the best allowed label of each arc.
 
 :func:`solve` takes subspaces of several sentences, batches them (chunked to bound memory), first
@@ -30,16 +29,22 @@ _CHUNK_ELEMENTS = 1 << 22
 
 @dataclass(frozen=True)
 class Subspace:
-    """Trees of one sentence obeying constraints on its pairs (index = word, 0 = ROOT, unused).
-
-    fixed: per word, the only pair allowed, or -1. bound: per word, pairs must be below it (None:
-    no bound). excluded: ``(word, pair)`` pairs forbidden.
-    """
+    """Trees of one sentence whose word ``d`` has a pair code in ``low[d] <= pair < high[d]``
+    (index 0 = ROOT, unused)."""
 
     sentence: int
-    fixed: tuple[int, ...]
-    excluded: tuple[tuple[int, int], ...] = ()
-    bound: tuple[int, ...] | None = None
+    low: tuple[int, ...]
+    high: tuple[int, ...]
+
+    def lower_key(self) -> tuple[int, ...]:
+        """A lexicographic lower bound of the pair sequences of the trees in the set: the leading
+        fixed words, then the first free word's ``low``, then -1."""
+        key = []
+        for word in range(1, len(self.low)):
+            key.append(self.low[word])
+            if self.high[word] != self.low[word] + 1:
+                break
+        return (*key, *(-1,) * (len(self.low) - 1 - len(key)))
 
 
 @dataclass(frozen=True)
@@ -56,42 +61,43 @@ def has_tree(arcs: Tensor, lengths: Tensor, *, single_root: bool) -> Tensor:
     rooted at 0 (with exactly one root child when ``single_root``).
 
     Multi-root: every word is reached from ROOT. Single-root: some allowed root child reaches every
-    word without ROOT. Reachability between words by boolean matrix squaring, O(n^3 log n).
+    word without ROOT. Reachability between words by boolean matrix squaring, O(n^3 log n); paths
+    only get longer, so a set found to have a tree is dropped from the next squarings (most are
+    after one or two).
     """
     size = arcs.shape[1]
     words = word_mask(lengths, size)[:, 1:]  # [P, word]
-    # reach[p, a, b]: word b is a descendant (or a itself) of word a.
+    root_child = arcs[:, 1:, 0] & words  # [P, word]
+    # reach[p, a, b]: word b is a descendant (or a itself) of word a, by paths of length <= 2**i.
     reach = arcs[:, 1:, 1:].transpose(1, 2).float()
     reach = reach + torch.eye(size - 1, dtype=reach.dtype, device=reach.device)
-    for _ in range(max(1, (size - 2).bit_length())):
-        reach = torch.bmm(reach, reach).clamp_(max=1.0)
-    reach = reach > 0
-    root_child = arcs[:, 1:, 0] & words  # [P, word]
-    if single_root:
-        spans = (reach | ~words[:, None, :]).all(dim=2)  # [P, word]: reaches every word
-        return (root_child & spans).any(dim=1)
-    reached = (root_child[:, :, None] & reach).any(dim=1)  # [P, word]
-    return (reached | ~words).all(dim=1)
+    found = torch.zeros(arcs.shape[0], dtype=torch.bool, device=arcs.device)
+    todo = torch.arange(arcs.shape[0], device=arcs.device)
+    for step in range(max(1, (size - 2).bit_length()) + 1):
+        if step:
+            reach = torch.bmm(reach, reach).clamp_(max=1.0)
+        known = reach > 0
+        if single_root:
+            spans = (known | ~words[todo, None, :]).all(dim=2)  # [P', word]: reaches every word
+            now = (root_child[todo] & spans).any(dim=1)
+        else:
+            reached = (root_child[todo, :, None] & known).any(dim=1)  # [P', word]
+            now = (reached | ~words[todo]).all(dim=1)
+        found[todo[now]] = True
+        todo, reach = todo[~now], reach[~now]
+        if not len(todo):
+            break
+    return found
 
 
 def _allowed_pairs(subspaces: list[Subspace], size: int, n_labels: int, device) -> Tensor:
     """``[P, dep, pair]`` bool: what each subspace's constraints allow (scores not consulted)."""
-    count = len(subspaces)
-    fixed = torch.full((count, size), -1, dtype=torch.long)
-    bound = torch.full((count, size), size * n_labels, dtype=torch.long)
-    excluded = []
-    for p, space in enumerate(subspaces):
-        fixed[p, : len(space.fixed)] = torch.tensor(space.fixed)
-        if space.bound is not None:
-            bound[p, : len(space.bound)] = torch.tensor(space.bound)
-        excluded.extend((p, word, pair) for word, pair in space.excluded)
-    fixed, bound = fixed.to(device), bound.to(device)
+    low = torch.tensor([(*space.low, *(0,) * (size - len(space.low))) for space in subspaces],
+                       dtype=torch.long, device=device)
+    high = torch.tensor([(*space.high, *(0,) * (size - len(space.high))) for space in subspaces],
+                        dtype=torch.long, device=device)
     codes = torch.arange(size * n_labels, device=device)
-    allowed = ((fixed[:, :, None] < 0) | (codes == fixed[:, :, None])) & (codes < bound[:, :, None])
-    if excluded:
-        p, word, pair = torch.tensor(excluded, device=device).unbind(1)
-        allowed[p, word, pair] = False
-    return allowed
+    return (codes >= low[:, :, None]) & (codes < high[:, :, None])
 
 
 def solve(scores: Tensor, lengths: Tensor, subspaces: list[Subspace], *,
@@ -127,8 +133,8 @@ def _solve_chunk(scores: Tensor, lengths: Tensor, subspaces: list[Subspace], *,
     pairs = heads * n_labels + label.gather(2, heads[:, :, None]).squeeze(2)
     values = best.gather(2, heads[:, :, None]).squeeze(2)
     solutions = []
-    for p, (ok, row, value) in enumerate(zip(feasible.tolist(), pairs.tolist(), values.tolist())):
-        n = int(sub_lengths[p])
+    for ok, n, row, value in zip(feasible.tolist(), sub_lengths.tolist(), pairs.tolist(),
+                                 values.tolist()):
         if not ok:
             solutions.append(Solution(None, NEG_INF))
             continue
