@@ -6,7 +6,8 @@ beats in the output order (score descending, then pair sequence ascending):
 - kind 0, a single tree: its score and its pairs;
 - kind 1, a decoded set: its best tree's score, and a lexicographic lower bound of its trees;
 - kind 2, a set not decoded yet: an upper bound of its best score (the exactly rounded sum of each
-  word's best allowed pair, ignoring the tree constraint) and the same lower bound.
+  word's best allowed pair, ignoring the tree constraint, capped by the score of the set it was
+  split from) and the same lower bound.
 
 So a single tree at the top of a queue comes before every tree not answered yet. A decoded set at
 the top is opened: its best tree is queued alone, the rest is split (:func:`split`) into sets that
@@ -72,7 +73,8 @@ class SentenceSearch:
                 continue
             self._push(neg_score, pairs[1:], _TREE, None, pairs)
             for child, bound in split(space, pairs, self.pair_scores):
-                self._push(-bound, child.lower_key(), _UNDECODED, child, None)
+                # A subset: its trees score at most the opened set's best (which is exact).
+                self._push(max(-bound, neg_score), child.lower_key(), _UNDECODED, child, None)
         return todo
 
 
