@@ -5,20 +5,24 @@ of ``(head, label)`` of words ``1..n`` in lexicographic order, ascending (unlabe
 lexicographic order). The score of a labeled tree is the sum of its (dep, head, label) scores, so the
 k best labeled trees are the k best arborescences of the multigraph with one parallel arc per label.
 
-Algorithm: Lawler's (1972) partition scheme, the frame of Camerini, Fratta & Maffioli (1980) and of
-Zmigrod, Vieira & Cotterell (2021): a priority queue of disjoint tree sets (:class:`.Subspace`),
-each with its best tree. Opening the best set queues its best tree on its own and splits the rest
-by the first word ``d`` that differs from that tree (Lawler's split) and, to keep ties exact, by
-whether ``d``'s (head, label) is below or above the tree's: two sets per unfixed word, each an
-interval of pair codes per word. The queue orders sets by best score, then by a lexicographic
-lower bound of their trees, so a single tree at the top comes before every unseen tree. The best
-tree of a set is one maximum spanning tree call (:mod:`.kbest_subspaces`, the root constraint
-handled there as in :mod:`.mst`); the sets of one step, for every sentence of the batch, are
-decoded in one batched call.
+Rank 1 is the maximum spanning tree; it is ``argmax()``'s tree whenever the best tree is unique.
+Under ties :func:`.mst.maximum_spanning_tree` returns some best tree by its own rule, rank 1 the
+first best tree in the order above (same score).
 
-Cost per sentence: about 2 k n maximum spanning tree calls over ``n + 1`` nodes (with ties, more
-sets are opened before the lexicographically first of equal trees is known), in about k batched
-steps. Scores are compared as exactly rounded float64 sums (``math.fsum``); for scores whose
+Algorithm: Lawler's (1972) partition scheme, the frame of Camerini, Fratta & Maffioli (1980) and of
+Zmigrod, Vieira & Cotterell (2021): a priority queue of disjoint tree sets (:class:`.Subspace`).
+Opening the best set queues its best tree on its own and splits the rest by the first word ``d``
+that differs from that tree (Lawler's split) and, to keep ties exact, by whether ``d``'s
+(head, label) is below or above the tree's: two sets per unfixed word, each an interval of pair
+codes per word. Sets are queued with an upper bound of their score and a lexicographic lower bound
+of their trees, and decoded (one maximum spanning tree call, the root constraint handled as in
+:mod:`.mst`) only when they reach the top (:mod:`.kbest_search`); the sets of one step, for every
+sentence of the batch, are decoded in one batched call (:mod:`.kbest_subspaces`).
+
+Cost per sentence: at most 2 n sets queued per answer, of which those whose bound reaches the top
+are decoded, each an O(n^2)-per-round tensor Chu-Liu/Edmonds plus an O(n^3 log n) feasibility test;
+about k batched steps (more with ties, where sets are opened until the first of the equal trees is
+known). Scores are compared as exactly rounded float64 sums (``math.fsum``); for scores whose
 tree sums are exact (integers, dyadic values) ties are broken exactly, otherwise trees within
 rounding of each other may come in either order.
 """

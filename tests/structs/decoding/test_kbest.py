@@ -99,7 +99,7 @@ def test_unlabeled_length_7(single_root):
         check_against_brute(scores, torch.tensor([7]), 8, single_root=single_root, labeled=False)
 
 
-@pytest.mark.parametrize("kind", ["random", "ties"])
+@pytest.mark.parametrize("kind", ["random", "ties", "forbidden"])
 @pytest.mark.parametrize("single_root", [True, False])
 def test_labeled_multigraph(single_root, kind):
     # The 2nd best labeled tree may be the best tree with one arc's 2nd label: brute force over
