@@ -4,7 +4,7 @@
   theorem: LU fast path, trust test, log-space elimination), exact tree sampling;
 - :mod:`.projective`: :class:`ProjectiveTreeCRF` and Eisner's best projective tree;
 - :mod:`.chain`: :class:`LinearChainCRF` over tag sequences;
-- :mod:`.decoding`: maximum spanning tree, the punct/cc re-attachment rule;
+- :mod:`.decoding`: maximum spanning tree, exact k best trees, the punct/cc re-attachment rule;
 - :mod:`.reference`: slow published algorithms (tests and benchmarks only);
 - :mod:`.common`: the shared input check, masks and log-space helpers;
 - :class:`TreeDistribution` (the protocol both tree CRFs satisfy) and :class:`ParserOutput`.
@@ -19,14 +19,20 @@
 from __future__ import annotations
 
 from parser.structs.chain import LinearChainCRF
-from parser.structs.decoding import NoTreeError, attach_to_units, maximum_spanning_tree
+from parser.structs.decoding import (
+    KBestTrees,
+    NoTreeError,
+    attach_to_units,
+    k_best_trees,
+    maximum_spanning_tree,
+)
 from parser.structs.distribution import TreeDistribution
 from parser.structs.parser_output import ParserOutput
 from parser.structs.projective import ProjectiveTreeCRF, eisner, is_projective
 from parser.structs.tree import TreeCRF, sample_trees
 
 __all__ = [
-    "LinearChainCRF", "NoTreeError", "ParserOutput", "ProjectiveTreeCRF", "TreeCRF",
-    "TreeDistribution", "attach_to_units", "eisner", "is_projective", "maximum_spanning_tree",
-    "sample_trees",
+    "KBestTrees", "LinearChainCRF", "NoTreeError", "ParserOutput", "ProjectiveTreeCRF", "TreeCRF",
+    "TreeDistribution", "attach_to_units", "eisner", "is_projective", "k_best_trees",
+    "maximum_spanning_tree", "sample_trees",
 ]

@@ -28,6 +28,7 @@ from parser.structs.common import (
     logsumexp_safe,
     word_mask,
 )
+from parser.structs.decoding.kbest import KBestTrees, k_best_trees
 from parser.structs.decoding.mst import maximum_spanning_tree
 from parser.structs.projective.eisner import eisner
 from parser.structs.tree.expectations import FeatureExpectations
@@ -157,6 +158,14 @@ class TreeCRF(PartitionPath, FeatureExpectations, Distribution):
             best, labels = self.labeled_scores.max(-1)
             heads = decode(best, self.lengths, single_root=self.single_root)
             return heads, self._on_arcs(labels, heads)
+
+    def kbest(self, k: int) -> KBestTrees:
+        """The ``k`` best trees, best first, exactly: ``(heads [k, B, N+1], labels [k, B, N+1] or
+        None when unlabeled, scores [k, B] float64)``; ranks beyond a sentence's number of trees
+        are -1 rows with score -inf. Labeled: the k best labeled trees. Order and algorithm:
+        :mod:`parser.structs.decoding.kbest`; ``log_prob(heads[r], labels[r])`` scores rank r."""
+        scores = self.labeled_scores if self.labeled else self.arc_scores
+        return k_best_trees(scores, self.lengths, k=k, single_root=self.single_root)
 
     def arc_labels(self, heads: Tensor) -> Tensor:
         """``[B, N+1]`` each word's best label on its arc in ``heads`` (labeled CRFs; 0 off words)."""
