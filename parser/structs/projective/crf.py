@@ -44,7 +44,7 @@ class ProjectiveTreeCRF:
     def __init__(self, scores: Tensor, lengths: Tensor, *, single_root: bool = True) -> None:
         if scores.dim() != 3:
             raise ValueError(f"ProjectiveTreeCRF: scores must be [B, N+1, N+1] (unlabeled), got {list(scores.shape)}")
-        check_scores_and_lengths(scores, lengths)
+        scores, _, _ = check_scores_and_lengths(scores, lengths)
         self.scores = scores
         self.lengths = lengths.to(device=scores.device, dtype=torch.long)
         self.single_root = bool(single_root)

@@ -149,8 +149,8 @@ class PartitionPath:
             return self._graph_log_z, autograd.marginals(self._graph_input, self._twin)
         factors = self._factors
         log_z, marginals = factors.log_z, factors.marginals
-        if factors.all_trusted:
-            return log_z, marginals
+        if factors.all_trusted:  # (trusted: within [-1e-300, 1 + tol], rounding; see _partition's end)
+            return log_z, marginals.clamp(0.0, 1.0)
         bad = (~factors.trusted).nonzero().squeeze(1)
         if bad.numel():
             # (inference_mode(False): autograd cannot record inference tensors)
@@ -162,8 +162,11 @@ class PartitionPath:
             finite = torch.isfinite(sub_z)[:, None, None] & self.arc_mask[bad]
             sub_mu = torch.where(finite, sub_mu, torch.zeros_like(sub_mu))
             log_z = log_z.index_copy(0, bad, sub_z)
-            marginals = marginals.index_copy(0, bad, sub_mu)
-        return log_z, marginals
+            # Exact marginals lie in [0, 1]; autograd through elimination's pivot subtraction
+            # leaves rounding-sized excursions (-1e-17) outside. (The trusted LU ones are within
+            # the trust test's bounds: >= -1e-300, <= 1 + tol; cleared below.)
+            marginals = marginals.index_copy(0, bad, sub_mu.clamp_(0.0, 1.0))
+        return log_z, marginals.clamp(0.0, 1.0)
 
     @cached
     def _calm_factors(self) -> LaplacianFactors:
@@ -213,7 +216,7 @@ class ArcPartition(PartitionPath):
     labeled = False
 
     def __init__(self, scores: Tensor, lengths: Tensor, *, single_root: bool) -> None:
-        self._padded, self._highest = check_scores_and_lengths(scores, lengths)
+        scores, self._padded, self._highest = check_scores_and_lengths(scores, lengths)
         self.scores = scores
         self.lengths = (lengths if lengths.dtype == torch.long and lengths.device == scores.device
                         else lengths.to(device=scores.device, dtype=torch.long))
