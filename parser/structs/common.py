@@ -16,7 +16,7 @@ from torch import Tensor
 
 __all__ = [
     "NEG_INF", "arc_mask", "as_dtype", "cached", "check_scores_and_lengths", "extreme", "logaddexp_safe",
-    "logsumexp_safe", "numpy_ready", "off_arc_mask", "off_arc_penalty", "positions",
+    "logsumexp_safe", "numpy_ready", "off_arc_mask", "off_arc_penalty", "positions", "rounding_cleared",
     "sparse_expectation", "word_mask",
 ]
 
@@ -196,6 +196,17 @@ def logaddexp_safe(a: Tensor, b: Tensor) -> Tensor:
     positive = total > 0
     logged = torch.log(torch.where(positive, total, torch.ones_like(total)))
     return torch.where(positive, logged + shift, torch.full_like(logged, NEG_INF))
+
+
+def rounding_cleared(value: Tensor, rounding: Tensor, *, upper: bool = False) -> Tensor:
+    """``value`` (float64) with 0 where it lies on the wrong side of 0 (above it when ``upper``,
+    else below) by at most ``rounding``: for a quantity whose exact value provably lies on the
+    right side (entropy, KL, cross-entropy >= 0; a log-probability <= 0), such a violation is the
+    rounding of the float64 sums that form it. A larger violation is left as it is (a bug to
+    see, not to hide). The gradient is the unclamped one (the clamp is a constant shift)."""
+    wrong = value > 0 if upper else value < 0
+    excess = torch.where(wrong & (value.abs() <= rounding), value, torch.zeros_like(value))
+    return value - excess.detach()
 
 
 def sparse_expectation(marginals: Tensor, arc_index: Tensor, feature_ids: Tensor, values: Tensor,

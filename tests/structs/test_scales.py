@@ -19,7 +19,7 @@ from parser.structs import (
     sample_trees,
 )
 from parser.structs.projective import is_projective
-from tests.structs.brute import all_trees
+from tests.structs.brute import all_trees, is_tree
 
 EPS64 = torch.finfo(torch.float64).eps
 SCALES = [1.0, 1e3, 1e6, 1e10, 1e20, 1e100, 1e300, 1e307]
@@ -232,3 +232,16 @@ def test_empty_batch_gives_empty_results(labeled):
     assert maximum_spanning_tree(torch.zeros(0, 4, 4), lengths, single_root=True).shape == (0, 4)
     assert eisner(torch.zeros(0, 4, 4), lengths, single_root=True).shape == (0, 4)
     assert sample_trees(torch.zeros(0, 4, 4), lengths, single_root=True, n=2).shape == (2, 0, 4)
+
+
+@pytest.mark.parametrize("value", [1e20, -1e20, 1e300, -1.7e308])
+@pytest.mark.parametrize("single_root", [True, False])
+def test_argmax_of_constant_scores_is_a_tree(value, single_root):
+    """Every tree ties; ``value - 1`` (the single-root penalty, unscaled) rounds back to ``value``."""
+    lengths = torch.tensor([29, 12])
+    heads = TreeCRF(torch.full((2, 30, 30), value, dtype=torch.float64), lengths,
+                    single_root=single_root).argmax()
+    for b, n in enumerate(lengths.tolist()):
+        words = tuple(heads[b, 1 : n + 1].tolist())
+        assert is_tree(words) and (heads[b, n + 1 :] == 0).all()
+        assert not single_root or sum(h == 0 for h in words) == 1

@@ -26,6 +26,7 @@ from parser.structs.common import (
     cached,
     check_scores_and_lengths,
     logsumexp_safe,
+    rounding_cleared,
     word_mask,
 )
 from parser.structs.decoding.mst import maximum_spanning_tree
@@ -40,17 +41,6 @@ __all__ = ["TreeCRF"]
 def _expected(marginals: Tensor, scores: Tensor) -> Tensor:
     """``[B]`` expected tree score; ``-inf`` scores (non-arcs, marginal 0) count as 0."""
     return (marginals * torch.nan_to_num(scores, neginf=0.0)).flatten(1).sum(-1)
-
-
-def _rounding_cleared(value: Tensor, rounding: Tensor, *, upper: bool = False) -> Tensor:
-    """``value`` (float64) with 0 where it lies on the wrong side of 0 (above it when ``upper``,
-    else below) by at most ``rounding``: for a quantity whose exact value provably lies on the
-    right side (entropy, KL, cross-entropy >= 0; a log-probability <= 0), such a violation is the
-    rounding of the float64 sums that form it. A larger violation is left as it is (a bug to
-    see, not to hide). The gradient is the unclamped one (the clamp is a constant shift)."""
-    wrong = value > 0 if upper else value < 0
-    excess = torch.where(wrong & (value.abs() <= rounding), value, torch.zeros_like(value))
-    return value - excess.detach()
 
 
 def _forbid(value: Tensor, marginals: Tensor, other_scores: Tensor) -> Tensor:
@@ -154,7 +144,7 @@ class TreeCRF(PartitionPath, FeatureExpectations, Distribution):
         """``[B]`` log p(heads[, labels]); -inf for a tree that is not allowed."""
         # In float64, so rounding to the input dtype cannot make a log-probability positive.
         value = self._score64(heads, labels) - self._log_z64()
-        return _rounding_cleared(value, self._rounding, upper=True).to(self.scores.dtype)
+        return rounding_cleared(value, self._rounding, upper=True).to(self.scores.dtype)
 
     def argmax(self, *, projective: bool = False):
         """Maximum spanning tree ``heads [B, N+1]`` (``(heads, labels)`` when labeled); with
@@ -237,10 +227,10 @@ class TreeCRF(PartitionPath, FeatureExpectations, Distribution):
         if not self.labeled and not self._has_graph:
             factors = self._factors
             if factors.all_trusted:  # the trust test computed it
-                return as_dtype(_rounding_cleared(factors.entropy, self._rounding), self.scores.dtype)
+                return as_dtype(rounding_cleared(factors.entropy, self._rounding), self.scores.dtype)
         marginals, scores = self._weighted()
         value = self._partition[0] - _expected(marginals, scores)
-        return as_dtype(_rounding_cleared(value, self._rounding), self.scores.dtype)
+        return as_dtype(rounding_cleared(value, self._rounding), self.scores.dtype)
 
     def cross_entropy(self, other: TreeCRF) -> Tensor:
         """``[B]`` -E_self[log other(tree)]; inf where self puts mass on trees other forbids."""
@@ -248,7 +238,7 @@ class TreeCRF(PartitionPath, FeatureExpectations, Distribution):
         marginals, _ = self._weighted()
         other_scores = other._masked_scores
         value = other._log_z64() - _expected(marginals, other_scores)
-        value = _rounding_cleared(value, other._rounding)
+        value = rounding_cleared(value, other._rounding)
         return _forbid(value, marginals, other_scores).to(self.scores.dtype)
 
     def kl(self, other: TreeCRF) -> Tensor:
@@ -258,7 +248,7 @@ class TreeCRF(PartitionPath, FeatureExpectations, Distribution):
         other_scores = other._masked_scores
         gap = torch.nan_to_num(scores, neginf=0.0) - torch.nan_to_num(other_scores, neginf=0.0)
         value = other._log_z64() - self._partition[0] + (marginals * gap).flatten(1).sum(-1)
-        value = _rounding_cleared(value, self._rounding + other._rounding)
+        value = rounding_cleared(value, self._rounding + other._rounding)
         return _forbid(value, marginals, other_scores).to(self.scores.dtype)
 
     def _check_other(self, other: TreeCRF) -> None:

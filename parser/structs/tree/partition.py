@@ -183,17 +183,35 @@ class PartitionPath:
 
     @property
     def log_partition(self) -> Tensor:
-        """``[B]`` log Z (over labeled trees when labeled); -inf when no tree is allowed."""
-        return as_dtype(self._log_z64(), self.scores.dtype)
+        """``[B]`` log Z (over labeled trees when labeled); -inf when no tree is allowed. A log Z
+        beyond the input dtype's range (finite scores) is a ValueError, never a silent inf."""
+        return self._in_range(as_dtype(self._log_z64(), self.scores.dtype))
 
     def _log_z64(self) -> Tensor:
         """``[B]`` float64 log Z by the route the module docstring states: certified LU without a
         graph (no inverse); with one, the custom Function (no marginals built in the graph)."""
         if self._has_graph:
-            return self._graph_log_z
-        if "_factors" in self.__dict__:  # (already computed: no second LU)
-            return self._partition[0]
-        return self._certified_log_z
+            log_z = self._graph_log_z
+        elif "_factors" in self.__dict__:  # (already computed: no second LU)
+            log_z = self._partition[0]
+        else:
+            log_z = self._certified_log_z
+        return self._in_range(log_z)
+
+    def _in_range(self, log_z: Tensor) -> Tensor:
+        """``log_z``, or a ValueError where it is infinite although the sentence's arcs are all
+        finite (then a tree of finite score exists: the exact log Z lies beyond the dtype's range).
+        Only looked at (one sync) when the scores' size allows it: |log Z| <= (N + 1) max |s|."""
+        extent = max(abs(self._highest), abs(self._highest - self._span))
+        if not extent * (self.scores.shape[1] + 1) >= torch.finfo(log_z.dtype).max / 4:
+            return log_z
+        finite = torch.isfinite(self.arc_scores) | ~self.arc_mask
+        bad = torch.isinf(log_z).detach() & finite.flatten(1).all(-1)
+        if bool(bad.any()):
+            b = int(bad.nonzero()[0, 0])
+            raise ValueError(f"log Z of sentence {b} = {float(log_z[b])} is beyond {log_z.dtype}'s range: "
+                             f"scores up to |{extent:g}| over {int(self.lengths[b])} words; scale them down")
+        return log_z
 
     @cached
     def arc_marginals(self) -> Tensor:
