@@ -16,7 +16,7 @@ from torch import Tensor
 
 __all__ = [
     "NEG_INF", "arc_mask", "as_dtype", "cached", "check_scores_and_lengths", "extreme", "logaddexp_safe",
-    "logsumexp_safe", "numpy_ready", "off_arc_mask", "off_arc_penalty", "positions",
+    "logsumexp_safe", "numpy_ready", "off_arc_mask", "off_arc_penalty", "positions", "rounding_cleared",
     "sparse_expectation", "word_mask",
 ]
 
@@ -41,10 +41,13 @@ class cached:  # (lower case: used as a decorator, like functools.cached_propert
 
 # ----------------------------------------------------------------- the input check
 def check_scores_and_lengths(scores: Tensor, lengths: Tensor, *,
-                             labeled: bool = False) -> tuple[bool, float]:
+                             labeled: bool = False) -> tuple[Tensor, bool, float]:
     """Raises ValueError on bad input (shapes ``[B, N+1, N+1]`` (``labeled``: or ``[B, N+1, N+1,
-    L]``) and ``[B]``, a float ``scores``, integer ``lengths`` in ``1..N``, no NaN or +inf score).
-    Returns whether any sentence is shorter than N (padded) and the largest score."""
+    L]``) and ``[B]``, a float ``scores``, integer ``lengths`` in ``1..N``, no NaN or +inf score
+    on a real arc). Returns ``(scores, padded, highest)``: the scores to compute with (the input
+    itself, or, when an ignored entry (row 0, the diagonal, padding) is NaN or +inf, a copy with
+    0 there, so that no arithmetic meets it), whether any sentence is shorter than N, and the
+    largest score."""
     if not isinstance(scores, Tensor) or not scores.is_floating_point():
         raise ValueError(f"scores: expected a float tensor, got {getattr(scores, 'dtype', scores)}")
     dims = (3, 4) if labeled else (3,)
@@ -65,13 +68,25 @@ def check_scores_and_lengths(scores: Tensor, lengths: Tensor, *,
             bad = int(((lengths < 1) | (lengths > size - 1)).nonzero()[0, 0])
             raise ValueError(f"lengths[{bad}] = {int(lengths[bad])} outside 1..N = 1..{size - 1} "
                              f"(scores {tuple(scores.shape)})")
-    # The maximum is NaN or +inf exactly when a score is.
+    # The maximum is NaN or +inf exactly when a score is (then, and only then, a closer look).
     highest = extreme(scores, "max")
     if not highest < float("inf"):
-        where = tuple(int(i) for i in (torch.isnan(scores) | torch.isposinf(scores)).nonzero()[0])
+        scores, highest = _ignored_cleared(scores, lengths.to(scores.device))
+    return scores, low < size - 1, highest
+
+
+def _ignored_cleared(scores: Tensor, lengths: Tensor) -> tuple[Tensor, float]:
+    """``(scores with 0 on ignored entries, largest score)``; ValueError naming the first NaN or
+    +inf on a real arc."""
+    real = arc_mask(lengths, scores.shape[1])
+    real = real[..., None].expand(scores.shape) if scores.dim() == 4 else real
+    bad = (torch.isnan(scores) | torch.isposinf(scores)) & real
+    if bool(bad.any()):
+        where = tuple(int(i) for i in bad.nonzero()[0])
         named = ", ".join(f"{k}={i}" for k, i in zip(("b", "dep", "head", "label"), where))
         raise ValueError(f"scores{list(where)} = {scores[where].item()}: NaN or +inf score ({named})")
-    return low < size - 1, highest
+    scores = scores.masked_fill(~real, 0.0)
+    return scores, extreme(scores, "max")
 
 
 def as_dtype(tensor: Tensor, dtype: torch.dtype) -> Tensor:
@@ -181,6 +196,17 @@ def logaddexp_safe(a: Tensor, b: Tensor) -> Tensor:
     positive = total > 0
     logged = torch.log(torch.where(positive, total, torch.ones_like(total)))
     return torch.where(positive, logged + shift, torch.full_like(logged, NEG_INF))
+
+
+def rounding_cleared(value: Tensor, rounding: Tensor, *, upper: bool = False) -> Tensor:
+    """``value`` (float64) with 0 where it lies on the wrong side of 0 (above it when ``upper``,
+    else below) by at most ``rounding``: for a quantity whose exact value provably lies on the
+    right side (entropy, KL, cross-entropy >= 0; a log-probability <= 0), such a violation is the
+    rounding of the float64 sums that form it. A larger violation is left as it is (a bug to
+    see, not to hide). The gradient is the unclamped one (the clamp is a constant shift)."""
+    wrong = value > 0 if upper else value < 0
+    excess = torch.where(wrong & (value.abs() <= rounding), value, torch.zeros_like(value))
+    return value - excess.detach()
 
 
 def sparse_expectation(marginals: Tensor, arc_index: Tensor, feature_ids: Tensor, values: Tensor,

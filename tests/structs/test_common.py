@@ -38,8 +38,9 @@ def test_one_length_rule_everywhere(name, call):
 
 def test_empty_batch_is_no_input_error():
     """B = 0 passes the input check (another issue makes every entry point return empty results)."""
-    padded, _ = check_scores_and_lengths(torch.zeros(0, 5, 5), torch.zeros(0, dtype=torch.long))
-    assert padded is False
+    scores = torch.zeros(0, 5, 5)
+    checked, padded, _ = check_scores_and_lengths(scores, torch.zeros(0, dtype=torch.long))
+    assert padded is False and checked is scores
 
 
 def test_chain_rejects_length_zero_too():

@@ -44,14 +44,14 @@ def maximum_spanning_tree(scores: Tensor, lengths: Tensor, *, single_root: bool)
     Returns heads ``[B, N+1]`` long on the scores' device; ``heads[:, 0]`` and padding are 0.
     Raises ``NoTreeError`` (a ``ValueError``) when a sentence has no tree of finite score.
     """
-    check_scores_and_lengths(scores, lengths)
+    scores, _, _ = check_scores_and_lengths(scores, lengths)
     batch, size = scores.shape[0], scores.shape[1]
     if batch == 0 or size == 1:
         return torch.zeros(batch, size, dtype=torch.long, device=scores.device)
     with torch.no_grad():
         lengths = lengths.to(scores.device)
         real = word_mask(lengths, size)
-        w = _arc_weights(scores, lengths, real)
+        w = _unit_scale(_arc_weights(scores, lengths, real))
         if single_root:
             w = _penalise_root_arcs(w, lengths, real)
         heads = _chu_liu_edmonds(w)
@@ -86,6 +86,20 @@ def _arc_weights(scores: Tensor, lengths: Tensor, real: Tensor) -> Tensor:
     padding = (index[None, :] >= 1) & ~real
     w[:, :, 0] = torch.where(padding, torch.zeros_like(w[:, :, 0]), w[:, :, 0])
     return w
+
+
+def _unit_scale(w: Tensor) -> Tensor:
+    """``w`` times a power of two per sentence bringing its largest finite ``|w|`` into [0.5, 1).
+
+    Exact (a power of two changes no rounding, short of underflow far below the largest score's
+    resolution) and changes no tree's rank, but keeps the single-root penalty ``n spread + 1``
+    both finite (scores near float64's max) and resolvable (constant scores of 1e20: ``1e20 - 1``
+    rounds to ``1e20``, a tie that CLE may break towards several root children).
+    """
+    finite = torch.isfinite(w)
+    magnitude = torch.where(finite, w.abs(), torch.zeros_like(w)).flatten(1).amax(1)
+    _, exponent = torch.frexp(magnitude)
+    return torch.ldexp(w, -exponent[:, None, None].to(w.dtype))
 
 
 def _penalise_root_arcs(w: Tensor, lengths: Tensor, real: Tensor) -> Tensor:

@@ -27,6 +27,7 @@ from parser.structs.common import (
     cached,
     check_scores_and_lengths,
     logsumexp_safe,
+    rounding_cleared,
     sparse_expectation,
 )
 from parser.structs.projective.eisner import RIGHT, chart, chart_arcs, eisner, root_totals
@@ -44,7 +45,7 @@ class ProjectiveTreeCRF:
     def __init__(self, scores: Tensor, lengths: Tensor, *, single_root: bool = True) -> None:
         if scores.dim() != 3:
             raise ValueError(f"ProjectiveTreeCRF: scores must be [B, N+1, N+1] (unlabeled), got {list(scores.shape)}")
-        check_scores_and_lengths(scores, lengths)
+        scores, _, _ = check_scores_and_lengths(scores, lengths)
         self.scores = scores
         self.lengths = lengths.to(device=scores.device, dtype=torch.long)
         self.single_root = bool(single_root)
@@ -84,6 +85,8 @@ class ProjectiveTreeCRF:
         with torch.inference_mode(False), torch.enable_grad():
             (grad,) = torch.autograd.grad(log_z.masked_fill(~finite, 0.0).sum(), scores64, create_graph=graph)
         grad = torch.where(self.arc_mask & finite[:, None, None], grad, torch.zeros_like(grad))
+        # Exact marginals lie in [0, 1]; the chart's backward leaves rounding-sized excursions.
+        grad = grad - (grad - grad.clamp(0.0, 1.0)).detach()
         return grad if graph else grad.detach()
 
     @property
@@ -99,23 +102,39 @@ class ProjectiveTreeCRF:
         """E[features] ``[B, n_features]`` from sparse ``(b, dep, head)`` rows (as ``TreeCRF``)."""
         return sparse_expectation(self.arc_marginals, arc_index, feature_ids, values, n_features)
 
+    @cached
+    def _rounding(self) -> Tensor:
+        """``[B]`` float64: how far rounding can move log Z, a tree's score or E[score]: a few ulps
+        of the chart's N + 1 float64 sums, relative to the sum of the arc scores' magnitudes."""
+        size = torch.nan_to_num(self.arc_scores.detach().abs().to(torch.float64), posinf=0.0)
+        return 16 * self.scores.shape[1] * torch.finfo(torch.float64).eps * size.flatten(1).sum(-1)
+
+    def _log_z64(self) -> Tensor:
+        log_z, _ = self._inside
+        return log_z if self.scores.requires_grad else log_z.detach()
+
     def entropy(self) -> Tensor:
-        """``[B]`` Shannon entropy ``log Z - E[score]`` (nats)."""
+        """``[B]`` Shannon entropy ``log Z - E[score]`` (nats), formed in float64."""
         real = self.arc_mask & torch.isfinite(self.scores)  # a forbidden arc has marginal 0
-        masked = torch.where(real, self.scores, torch.zeros_like(self.scores))
-        expected = (self.arc_marginals * masked).sum((1, 2))
-        return self.log_partition - expected
+        scores64 = self.scores.to(torch.float64)
+        masked = torch.where(real, scores64, torch.zeros_like(scores64))
+        expected = (self._marginals64 * masked).sum((1, 2))
+        return rounding_cleared(self._log_z64() - expected, self._rounding).to(self.scores.dtype)
 
     def score(self, heads: Tensor) -> Tensor:
         """``[B]`` summed arc scores of ``heads [B, N+1]`` (words only)."""
+        return self._score64(heads).to(self.scores.dtype)
+
+    def _score64(self, heads: Tensor) -> Tensor:
         words = self.arc_mask.any(-1)
-        picked = self.scores.gather(2, heads.clamp(min=0)[..., None]).squeeze(2)
+        picked = self.scores.gather(2, heads.clamp(min=0)[..., None]).squeeze(2).to(torch.float64)
         return torch.where(words, picked, torch.zeros_like(picked)).sum(1)
 
     def log_prob(self, heads: Tensor) -> Tensor:
         """``[B]`` log p(heads); -inf for a tree that is not projective (or not single-rooted
-        when ``single_root``)."""
-        value = self.score(heads) - self.log_partition
+        when ``single_root``). Formed in float64, so rounding cannot make it positive."""
+        value = self._score64(heads) - self._log_z64()
+        value = rounding_cleared(value, self._rounding, upper=True).to(self.scores.dtype)
         allowed = is_projective(heads, self.lengths)
         if self.single_root:
             words = self.arc_mask.any(-1)

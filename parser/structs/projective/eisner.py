@@ -40,7 +40,7 @@ def eisner(scores: Tensor, lengths: Tensor, *, single_root: bool) -> Tensor:
     are ignored); lengths: ``[B]`` words per sentence. A sentence without a projective tree of
     finite score (-inf arcs) is an error naming it.
     """
-    check_scores_and_lengths(scores, lengths)
+    scores, _, _ = check_scores_and_lengths(scores, lengths)
     batch, size = scores.shape[0], scores.shape[1]
     lengths = lengths.to(device=scores.device, dtype=torch.long)
     if size == 1:  # no sentence has a word

@@ -26,6 +26,7 @@ from parser.structs.common import (
     cached,
     check_scores_and_lengths,
     logsumexp_safe,
+    rounding_cleared,
     word_mask,
 )
 from parser.structs.decoding.kbest import KBestTrees, k_best_trees
@@ -60,7 +61,7 @@ class TreeCRF(PartitionPath, FeatureExpectations, Distribution):
     has_rsample = False
 
     def __init__(self, scores: Tensor, lengths: Tensor, *, single_root: bool = True) -> None:
-        self._padded, self._highest = check_scores_and_lengths(scores, lengths, labeled=True)
+        scores, self._padded, self._highest = check_scores_and_lengths(scores, lengths, labeled=True)
         self.scores = scores
         self.lengths = (lengths if lengths.dtype == torch.long and lengths.device == scores.device
                         else lengths.to(device=scores.device, dtype=torch.long))
@@ -143,7 +144,8 @@ class TreeCRF(PartitionPath, FeatureExpectations, Distribution):
     def log_prob(self, heads: Tensor, labels: Tensor | None = None) -> Tensor:
         """``[B]`` log p(heads[, labels]); -inf for a tree that is not allowed."""
         # In float64, so rounding to the input dtype cannot make a log-probability positive.
-        return (self._score64(heads, labels) - self._log_z64()).to(self.scores.dtype)
+        value = self._score64(heads, labels) - self._log_z64()
+        return rounding_cleared(value, self._rounding, upper=True).to(self.scores.dtype)
 
     def argmax(self, *, projective: bool = False):
         """Maximum spanning tree ``heads [B, N+1]`` (``(heads, labels)`` when labeled); with
@@ -220,14 +222,24 @@ class TreeCRF(PartitionPath, FeatureExpectations, Distribution):
         """The masked scores of :meth:`_weighted`, without the marginals."""
         return self.labeled_scores if self.labeled else self._scores64
 
+    @cached
+    def _rounding(self) -> Tensor:
+        """``[B]`` float64: how far rounding can move log Z, a tree's score or E[score] (and so a
+        log-probability, the entropy, a KL): the trust test's tolerance and a few ulps of the
+        N + 1 float64 sums, relative to the sum of the arc scores' magnitudes."""
+        size = torch.nan_to_num(self._masked_scores.detach().abs().to(torch.float64), posinf=0.0)
+        words = self.scores.shape[1]
+        return (self._tolerance + 16 * words * torch.finfo(torch.float64).eps) * size.flatten(1).sum(-1)
+
     def entropy(self) -> Tensor:
         """``[B]`` Shannon entropy (over labeled trees when labeled), O(N^3)."""
         if not self.labeled and not self._has_graph:
             factors = self._factors
-            if factors.all_trusted:
-                return as_dtype(factors.entropy, self.scores.dtype)  # the trust test computed it
+            if factors.all_trusted:  # the trust test computed it
+                return as_dtype(rounding_cleared(factors.entropy, self._rounding), self.scores.dtype)
         marginals, scores = self._weighted()
-        return as_dtype(self._partition[0] - _expected(marginals, scores), self.scores.dtype)
+        value = self._partition[0] - _expected(marginals, scores)
+        return as_dtype(rounding_cleared(value, self._rounding), self.scores.dtype)
 
     def cross_entropy(self, other: TreeCRF) -> Tensor:
         """``[B]`` -E_self[log other(tree)]; inf where self puts mass on trees other forbids."""
@@ -235,6 +247,7 @@ class TreeCRF(PartitionPath, FeatureExpectations, Distribution):
         marginals, _ = self._weighted()
         other_scores = other._masked_scores
         value = other._log_z64() - _expected(marginals, other_scores)
+        value = rounding_cleared(value, other._rounding)
         return _forbid(value, marginals, other_scores).to(self.scores.dtype)
 
     def kl(self, other: TreeCRF) -> Tensor:
@@ -244,6 +257,7 @@ class TreeCRF(PartitionPath, FeatureExpectations, Distribution):
         other_scores = other._masked_scores
         gap = torch.nan_to_num(scores, neginf=0.0) - torch.nan_to_num(other_scores, neginf=0.0)
         value = other._log_z64() - self._partition[0] + (marginals * gap).flatten(1).sum(-1)
+        value = rounding_cleared(value, self._rounding + other._rounding)
         return _forbid(value, marginals, other_scores).to(self.scores.dtype)
 
     def _check_other(self, other: TreeCRF) -> None:

@@ -30,16 +30,28 @@ __all__ = [
 ]
 
 NEG_INF = float("-inf")
-# Stands for a zero weight inside the elimination: exp(ABSENT - anything real) == 0 exactly, and
-# sums of a few hundred of them stay finite. Real scores must be far above it (or -inf).
-ABSENT = -1e30
 SEGMENT = 16  # elimination steps per recomputed segment
 CHECKPOINT_BYTES = 256 * 2**20
 
 
+def _exp_below(x: Tensor, out: Tensor) -> Tensor:
+    """``exp(x - out)`` (``x <= out``) with 0 where ``out = -inf`` (no NaN from ``-inf - -inf``;
+    the where keeps its derivatives NaN-free too: the discarded branch only gets zeros)."""
+    return torch.exp(torch.where(torch.isneginf(out), NEG_INF, x - out))
+
+
+def _normalised(weights: Tensor, total: Tensor) -> Tensor:
+    """``weights / total`` (0 where ``total`` is 0). The softmax ``exp(x - out)`` sums to 1 only
+    while ``out`` resolves the log of the count of tied terms: at |x| ~ 1e100, ``log 2`` is lost
+    in ``out``'s rounding and two tied terms get weight 1 each (marginal rows summing to 2).
+    Dividing by the sum is exact in exact arithmetic (the weights are invariant to ``out``)."""
+    return weights / torch.where(total > 0, total, torch.ones_like(total))
+
+
 class _LogAddExp(torch.autograd.Function):
     """``torch.logaddexp`` with the backward ``(g e^(a - out), g e^(b - out))`` written in torch
-    ops, so that its own derivative stays finite at huge gaps (torch's gives inf / inf)."""
+    ops, so that its own derivative stays finite at huge gaps (torch's gives inf / inf) and at
+    ``a = b = -inf`` (an absent arc: gradient 0, not NaN)."""
 
     @staticmethod
     def forward(ctx, a: Tensor, b: Tensor) -> Tensor:
@@ -50,22 +62,43 @@ class _LogAddExp(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: Tensor):
         a, b, out = ctx.saved_tensors
-        return grad * torch.exp(a - out), grad * torch.exp(b - out)
+        first, second = _exp_below(a, out), _exp_below(b, out)
+        total = first + second
+        return grad * _normalised(first, total), grad * _normalised(second, total)
+
+
+class _LogSumExp(torch.autograd.Function):
+    """``torch.logsumexp(x, 1)`` whose backward (the softmax, in torch ops) is 0 where every
+    input is -inf (torch's is NaN there)."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor) -> Tensor:
+        out = torch.logsumexp(x, 1)
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        x, out = ctx.saved_tensors
+        weights = _exp_below(x, out[:, None])
+        return grad[:, None] * _normalised(weights, weights.sum(1, keepdim=True))
 
 
 def _step(w: Tensor, alive: Tensor, log_z: Tensor, step: int, lengths: Tensor, single_root: bool):
     """Eliminate one slot per sentence and drop it: ``w [B, m+1, m+1] -> [B, m, m]``.
 
-    ``w[b, head, dep]`` log-weights with the finite sentinel ``ABSENT`` for non-arcs (so that
-    fused ``logaddexp``/``logsumexp`` never see ``-inf - -inf``); ``alive [B, m+1]`` marks the
-    words not yet eliminated. Sentences already done drop one of their padding slots instead.
+    ``w[b, head, dep]`` log-weights, ``-inf`` for non-arcs (the log-space operations above are
+    NaN-free at ``-inf``, values and derivatives); ``alive [B, m+1]`` marks the words not yet
+    eliminated. Sentences already done drop one of their padding slots instead.
     """
     batch = torch.arange(w.shape[0], device=w.device)
     slots = torch.arange(w.shape[-1], device=w.device)
     active = step < lengths
     last = step == lengths - 1
-    pivots = torch.logsumexp(w[:, 1:] if single_root else w, dim=1)  # [B, dep]
-    key = torch.where(alive, pivots.detach(), torch.full_like(pivots, NEG_INF))
+    pivots = _LogSumExp.apply(w[:, 1:] if single_root else w)  # [B, dep]
+    # A word without heads (pivot -inf) still outranks the dead slots (ROOT, eliminated, padding).
+    lowest = torch.finfo(w.dtype).min
+    key = torch.where(alive, pivots.detach().clamp(min=lowest), torch.full_like(pivots, NEG_INF))
     spare = torch.where(slots > 0, 0.0, NEG_INF).to(w.dtype).expand_as(key)
     k = torch.where(active[:, None], key, spare).argmax(-1)
     pivot = pivots[batch, k]
@@ -73,10 +106,12 @@ def _step(w: Tensor, alive: Tensor, log_z: Tensor, step: int, lengths: Tensor, s
     gain = torch.where(last, gain, pivot)
     log_z = log_z + torch.where(active, gain, torch.zeros_like(gain))
 
+    # A -inf pivot (no tree: log Z is already -inf) divides by 1 instead, keeping w NaN-free.
+    divisor = torch.where(torch.isneginf(pivot), torch.zeros_like(pivot), pivot)
     into_k = w[batch, :, k]  # [B, head]
-    out_of_k = w[batch, k, :] - pivot[:, None]  # [B, dep]
+    out_of_k = w[batch, k, :] - divisor[:, None]  # [B, dep]
     w = _LogAddExp.apply(w, into_k[:, :, None] + out_of_k[:, None, :])
-    w = w.masked_fill(torch.eye(w.shape[-1], dtype=torch.bool, device=w.device), ABSENT)
+    w = w.masked_fill(torch.eye(w.shape[-1], dtype=torch.bool, device=w.device), NEG_INF)
     # Drop slot k (k >= 1, so ROOT stays at 0).
     size = w.shape[-1] - 1
     keep = torch.arange(size, device=w.device)[None, :]
@@ -96,15 +131,20 @@ def log_partition_by_elimination(scores: Tensor, lengths: Tensor, *, single_root
     """``scores [B, dep, head]`` (masked, float64) -> ``log Z [B]``, differentiable (twice).
 
     Exact up to float64 rounding in log space: no subtraction of positive quantities occurs.
+    Each word's scores are first shifted by their maximum (every tree has one arc per word, so
+    log Z moves by the sum of the shifts, added back at the end; the shift is a constant for
+    autograd, which is exact): the log-weights inside are then in ``[-span, 0]`` and a path of
+    up to N arcs stays finite while ``|score| < float64 max / (4 N)``.
     """
     size = scores.shape[-1]
     positions = torch.arange(size, device=scores.device)
     alive = (positions > 0) & (positions <= lengths[:, None])
-    w = scores.transpose(-1, -2)
-    eye = torch.eye(size, dtype=torch.bool, device=w.device)
-    w = torch.where(torch.isfinite(w), w, torch.full_like(w, ABSENT))
     heads = alive | (positions == 0)
-    w = w.masked_fill(eye | ~alive[:, None, :] | ~heads[:, :, None], ABSENT)
+    real = alive[:, :, None] & heads[:, None, :] & (positions[:, None] != positions[None, :])
+    scores = scores.masked_fill(~real, NEG_INF)
+    shift = scores.detach().amax(-1)
+    shift = torch.where(torch.isfinite(shift), shift, torch.zeros_like(shift))  # no arcs: log Z -inf anyway
+    w = (scores - shift[:, :, None]).transpose(-1, -2)
     log_z = torch.zeros(scores.shape[0], dtype=scores.dtype, device=scores.device)
     steps = int(lengths.max()) if lengths.numel() else 0
     # Autograd keeps about 5 [B, m, m] tensors per step, sum over m: ~5/3 B N^3 values. Recompute
@@ -119,8 +159,7 @@ def log_partition_by_elimination(scores: Tensor, lengths: Tensor, *, single_root
             )
         else:
             w, alive, log_z = _segment(w, alive, log_z, start, stop, lengths, single_root)
-    # A sentence without any allowed tree picked up an ABSENT pivot.
-    return torch.where(log_z < ABSENT / 10, torch.full_like(log_z, NEG_INF), log_z)
+    return log_z + shift.sum(-1)
 
 
 # ----------------------------------------------------------------- second order on this path

@@ -149,8 +149,8 @@ class PartitionPath:
             return self._graph_log_z, autograd.marginals(self._graph_input, self._twin)
         factors = self._factors
         log_z, marginals = factors.log_z, factors.marginals
-        if factors.all_trusted:
-            return log_z, marginals
+        if factors.all_trusted:  # (trusted: within [-1e-300, 1 + tol], rounding; see _partition's end)
+            return log_z, marginals.clamp(0.0, 1.0)
         bad = (~factors.trusted).nonzero().squeeze(1)
         if bad.numel():
             # (inference_mode(False): autograd cannot record inference tensors)
@@ -162,8 +162,11 @@ class PartitionPath:
             finite = torch.isfinite(sub_z)[:, None, None] & self.arc_mask[bad]
             sub_mu = torch.where(finite, sub_mu, torch.zeros_like(sub_mu))
             log_z = log_z.index_copy(0, bad, sub_z)
-            marginals = marginals.index_copy(0, bad, sub_mu)
-        return log_z, marginals
+            # Exact marginals lie in [0, 1]; autograd through elimination's pivot subtraction
+            # leaves rounding-sized excursions (-1e-17) outside. (The trusted LU ones are within
+            # the trust test's bounds: >= -1e-300, <= 1 + tol; cleared below.)
+            marginals = marginals.index_copy(0, bad, sub_mu.clamp_(0.0, 1.0))
+        return log_z, marginals.clamp(0.0, 1.0)
 
     @cached
     def _calm_factors(self) -> LaplacianFactors:
@@ -180,17 +183,35 @@ class PartitionPath:
 
     @property
     def log_partition(self) -> Tensor:
-        """``[B]`` log Z (over labeled trees when labeled); -inf when no tree is allowed."""
-        return as_dtype(self._log_z64(), self.scores.dtype)
+        """``[B]`` log Z (over labeled trees when labeled); -inf when no tree is allowed. A log Z
+        beyond the input dtype's range (finite scores) is a ValueError, never a silent inf."""
+        return self._in_range(as_dtype(self._log_z64(), self.scores.dtype))
 
     def _log_z64(self) -> Tensor:
         """``[B]`` float64 log Z by the route the module docstring states: certified LU without a
         graph (no inverse); with one, the custom Function (no marginals built in the graph)."""
         if self._has_graph:
-            return self._graph_log_z
-        if "_factors" in self.__dict__:  # (already computed: no second LU)
-            return self._partition[0]
-        return self._certified_log_z
+            log_z = self._graph_log_z
+        elif "_factors" in self.__dict__:  # (already computed: no second LU)
+            log_z = self._partition[0]
+        else:
+            log_z = self._certified_log_z
+        return self._in_range(log_z)
+
+    def _in_range(self, log_z: Tensor) -> Tensor:
+        """``log_z``, or a ValueError where it is infinite although the sentence's arcs are all
+        finite (then a tree of finite score exists: the exact log Z lies beyond the dtype's range).
+        Only looked at (one sync) when the scores' size allows it: |log Z| <= (N + 1) max |s|."""
+        extent = max(abs(self._highest), abs(self._highest - self._span))
+        if not extent * (self.scores.shape[1] + 1) >= torch.finfo(log_z.dtype).max / 4:
+            return log_z
+        finite = torch.isfinite(self.arc_scores) | ~self.arc_mask
+        bad = torch.isinf(log_z).detach() & finite.flatten(1).all(-1)
+        if bool(bad.any()):
+            b = int(bad.nonzero()[0, 0])
+            raise ValueError(f"log Z of sentence {b} = {float(log_z[b])} is beyond {log_z.dtype}'s range: "
+                             f"scores up to |{extent:g}| over {int(self.lengths[b])} words; scale them down")
+        return log_z
 
     @cached
     def arc_marginals(self) -> Tensor:
@@ -213,7 +234,7 @@ class ArcPartition(PartitionPath):
     labeled = False
 
     def __init__(self, scores: Tensor, lengths: Tensor, *, single_root: bool) -> None:
-        self._padded, self._highest = check_scores_and_lengths(scores, lengths)
+        scores, self._padded, self._highest = check_scores_and_lengths(scores, lengths)
         self.scores = scores
         self.lengths = (lengths if lengths.dtype == torch.long and lengths.device == scores.device
                         else lengths.to(device=scores.device, dtype=torch.long))

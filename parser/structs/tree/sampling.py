@@ -52,7 +52,7 @@ def sample_trees(
     Returns heads ``[n, B, N+1]`` long; ``heads[..., 0]`` and padding are 0.
     Raises ``ValueError`` when a sentence has no tree of finite score.
     """
-    check_scores_and_lengths(scores, lengths)
+    scores, _, _ = check_scores_and_lengths(scores, lengths)
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"n: expected a positive int number of samples, got {n!r}")
     batch, size = scores.shape[0], scores.shape[1]
