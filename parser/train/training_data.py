@@ -28,8 +28,13 @@ from parser.runtime.user_files import input_file
 from parser.tagger.predict import load_tagger
 
 __all__ = [
-    "TrainingData", "eval_batcher", "upos_term_names", "load_training_data", "read_split",
-    "split_path", "tag_unlabeled",
+    "TrainingData",
+    "eval_batcher",
+    "load_training_data",
+    "read_split",
+    "split_path",
+    "tag_unlabeled",
+    "upos_term_names",
 ]
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ from parser.data.conllu_io import read_conllu
 from parser.data.streams import UNLABELED
 from parser.runtime.checkpoint import CheckpointError
 from parser.tagger.predict import load_tagger, tag_sentences
-from parser.train.training_data import upos_term_names, load_training_data
+from parser.train.training_data import load_training_data, upos_term_names
 from tests.tagger.helpers import train_tiny_tagger
 
 GE = {"ge": {"weight": 1.0, "constraints": "ud_universal"}}
