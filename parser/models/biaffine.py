@@ -97,9 +97,9 @@ class BiaffineScorer(nn.Module):
             # restored without the model folder: sized from the checkpoint's files on load
             self.register_load_state_dict_pre_hook(_restore_transformer)
         self.use_words = use_words
-        self.sizes = dict(word_dim=word_dim, char_dim=char_dim, char_hidden=char_hidden,
-                          upos_dim=upos_dim, lstm_hidden=lstm_hidden, lstm_layers=lstm_layers,
-                          arc_mlp=arc_mlp, rel_mlp=rel_mlp, dropout=dropout, n_tags=n_tags)
+        self.sizes = {"word_dim": word_dim, "char_dim": char_dim, "char_hidden": char_hidden,
+                      "upos_dim": upos_dim, "lstm_hidden": lstm_hidden, "lstm_layers": lstm_layers,
+                      "arc_mlp": arc_mlp, "rel_mlp": rel_mlp, "dropout": dropout, "n_tags": n_tags}
         self.feature_dropout = nn.Dropout(dropout_features if self.transformer is not None else 0.0)
         self._build_layers()
 

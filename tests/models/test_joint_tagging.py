@@ -94,7 +94,7 @@ def test_transformer_parser_trains_with_joint_tags(tmp_path):
     folder = all_minilm_l6_v2.extract_model(str(tmp_path / "models"))
     checkpoint = train(tmp_path / "run", "model/encoder=transformer", f"model.encoder.name={folder}",
                        "model.encoder.lstm_layers=1", "trainer.max_steps=30")
-    model, vocabs, _ = load_parser(checkpoint)
+    model, _, _ = load_parser(checkpoint)
     assert model.scorer.transformer is not None and model.own_tags
     output = tmp_path / "out.conllu"
     assert predict_file(checkpoint, text_file(tmp_path), output) > 0

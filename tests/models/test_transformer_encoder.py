@@ -58,7 +58,7 @@ def hidden_states(encoder: TransformerEncoder, ids: list[int]) -> torch.Tensor:
 def test_importing_the_package_does_not_import_transformers():
     code = ("import sys, parser, parser.models, parser.cli.train; "
             "sys.exit('transformers' in sys.modules)")
-    assert subprocess.run([sys.executable, "-c", code], cwd=REPO).returncode == 0
+    assert subprocess.run([sys.executable, "-c", code], cwd=REPO, check=False).returncode == 0
 
 
 def test_split_windows_by_hand():
