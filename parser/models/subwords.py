@@ -25,7 +25,7 @@ def split_windows(n: int, *, size: int, overlap: int) -> tuple[list[tuple[int, i
     >>> split_windows(5, size=8, overlap=2)
     ([(0, 5)], [0, 0, 0, 0, 0])
     >>> split_windows(10, size=6, overlap=4)
-    ([(0, 6), (2, 8), (4, 10)], [0, 0, 0, 1, 1, 2, 2, 2, 2, 2])
+    ([(0, 6), (2, 8), (4, 10)], [0, 0, 0, 0, 1, 1, 2, 2, 2, 2])
     """
     if size < 1 or not 0 <= overlap < size:
         raise ValueError(f"window size={size}, overlap={overlap}: need size >= 1, 0 <= overlap < size")
