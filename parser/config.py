@@ -27,6 +27,8 @@ __all__ = [
     "DataConfig",
     "Decay",
     "Distributed",
+    "EncoderConfig",
+    "EncoderKind",
     "LabelMode",
     "LoggerConfig",
     "ModelConfig",
@@ -34,8 +36,10 @@ __all__ = [
     "OnInvalid",
     "OptimConfig",
     "OptimName",
+    "Pooling",
     "ScorerKind",
     "TrainerConfig",
+    "UposInput",
     "check_known_keys",
     "config_dir",
     "register_configs",
@@ -52,6 +56,22 @@ class OnInvalid(str, Enum):
 class ScorerKind(str, Enum):
     biaffine = "biaffine"
     loglinear = "loglinear"
+
+
+class EncoderKind(str, Enum):
+    bilstm = "bilstm"  # word + character embeddings into the scorer's BiLSTM (Dozat & Manning)
+    transformer = "transformer"  # a pretrained Hugging Face encoder (parser.models.transformer)
+
+
+class Pooling(str, Enum):
+    first = "first"  # a word is its first subword
+    mean = "mean"  # a word is the mean of its subwords
+
+
+class UposInput(str, Enum):
+    gold = "gold"  # the batch's UPOS column (gold, or a separate tagger's) is embedded as input
+    predicted = "predicted"  # no UPOS input; decoding, GE and the output read the tag head's tags
+    none = "none"  # no UPOS input and no tags read from the data
 
 
 class LabelMode(str, Enum):
@@ -126,6 +146,36 @@ class DataConfig:
 
 
 @dataclass
+class EncoderConfig:
+    """What turns the words into the vectors the biaffine scorer projects
+    (``configs/model/encoder/<kind>.yaml``; ``model/encoder=transformer`` on the command line).
+
+    ``bilstm``: the biaffine scorer's own word/character embeddings and BiLSTM (the ``model.*``
+    sizes); the other fields are not read. ``transformer``: ``name`` (a Hugging Face hub name or
+    a local folder) read with ``AutoModel``/``AutoTokenizer`` (the optional extra
+    ``.[transformers]``); words pooled from their subwords (``pooling``), sentences longer than
+    ``window`` subwords split into windows overlapping by ``overlap``; a learned scalar mix of the
+    hidden states; ``finetune`` trains it at ``lr`` (warm-up ``warmup_steps``), else it is frozen
+    and, with ``cache``, each sentence's features are computed once. ``lstm_layers`` > 0 puts the
+    scorer's BiLSTM (``model.lstm_hidden``) on top; ``use_chars`` adds the word and character
+    embeddings to its input.
+    """
+
+    kind: EncoderKind = EncoderKind.bilstm
+    name: str | None = None
+    pooling: Pooling = Pooling.first
+    window: int = 512  # subwords per window, special tokens included
+    overlap: int = 128  # subwords shared by consecutive windows
+    finetune: bool = False
+    lr: float = 5e-5
+    warmup_steps: int = 1000
+    cache: bool = True  # frozen only: features of a sentence computed once per process
+    dropout: float = 0.2  # on the mixed features
+    lstm_layers: int = 0
+    use_chars: bool = False
+
+
+@dataclass
 class ModelConfig:
     """The edge scorer and how its scores become a tree CRF.
 
@@ -145,6 +195,13 @@ class ModelConfig:
     # After decoding, re-attach the words of these UPOS by the UD punct/cc guidelines (to the unit
     # they separate: parser.structs.attach_to_units), e.g. [PUNCT, CCONJ]; [] = as decoded.
     attach_to_units: list[str] = field(default_factory=list)
+    encoder: EncoderConfig = field(default_factory=EncoderConfig)
+    # Tags: ``upos_input`` gold embeds the data's UPOS column (needs gold or tagger tags at test
+    # time); predicted and none read no tag column. ``tag_loss_weight`` > 0 adds a UPOS head on
+    # the encoder, trained on the labeled batches (multi-task); its tags replace the data's for
+    # decoding (attach_to_units), GE constraints and parser-predict (predicted needs the head).
+    upos_input: UposInput = UposInput.gold
+    tag_loss_weight: float = 0.0
     # biaffine (Dozat & Manning 2017); use_words=False: the BiLSTM reads UPOS alone
     use_upos: bool = True
     use_words: bool = True

@@ -26,7 +26,7 @@ def load_parser(
     config = state["config"]
     model_cfg = OmegaConf.merge(OmegaConf.structured(ModelConfig), config["model"])
     vocabs = Vocabularies.from_state_dict(state["vocabs"])
-    model = build_parser(model_cfg, vocabs.sizes(), upos=vocabs.upos)
+    model = build_parser(model_cfg, vocabs.sizes(), upos=vocabs.upos, chars=vocabs.chars)
     model.load_state_dict(state["model"])
     return model.to(device).eval(), vocabs, config
 

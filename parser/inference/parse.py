@@ -19,7 +19,7 @@ from parser.data.batching import BucketBatcher, encode_all
 from parser.data.conllu_io import Sentence, write_conllu
 from parser.data.vocab import UNK, Vocabularies
 from parser.eval.metrics import AttachmentMetric
-from parser.models.parser_model import ParserModel
+from parser.models.parser_model import ParserModel, reads_own_tags
 from parser.tagger.predict import TrainedTagger, tag_sentences
 
 __all__ = [
@@ -34,11 +34,13 @@ log = logging.getLogger(__name__)
 class Predictions:
     """Per sentence, in input order: ``heads`` (0 = ROOT) and ``deprels`` (names, or None when the
     model predicts no relations); ``scores`` from ``AttachmentMetric.compute`` when every
-    sentence had gold heads, else None."""
+    sentence had gold heads, else None (with ``upos_acc`` when the model tags: its accuracy on
+    the words with a given UPOS); ``upos``: the tags of a parser with a UPOS head, else None."""
 
     heads: list[list[int]]
     deprels: list[list[str | None]]
     scores: dict | None
+    upos: list[list[str]] | None = None
 
 
 @torch.no_grad()
@@ -62,6 +64,8 @@ def parse(
     rel_universal = vocabs.rel_universal_ids()
     heads: list[list[int] | None] = [None] * len(encoded)
     rels: list[list[str | None] | None] = [None] * len(encoded)
+    tags: list[list[str] | None] = [None] * len(encoded)
+    tagged = known = 0
     was_training = model.training
     model.eval()
     try:
@@ -79,11 +83,20 @@ def parse(
                     rels[index] = [None] * n
                 else:
                     rels[index] = [vocabs.rels.token(r) for r in pred_rels[b, 1 : n + 1].tolist()]
+                own = getattr(out, "upos", None)  # a parser with a UPOS head (TaggedOutput)
+                if own is not None:
+                    tags[index] = [vocabs.upos.token(t) for t in own[b, 1 : n + 1].tolist()]
+                    given, guess = batch.upos[b, 1 : n + 1], out.tag_scores[b, 1 : n + 1, 3:]
+                    gold = given > UNK  # the head's own guess against the given tag
+                    known += int(gold.sum())
+                    tagged += int((guess.argmax(-1) + 3 == given)[gold].sum())
     finally:
         model.train(was_training)
-    return Predictions(
-        heads=heads, deprels=rels, scores=metric.compute() if metric is not None else None
-    )
+    scores = metric.compute() if metric is not None else None
+    if scores is not None and known:
+        scores = {**scores, "upos_acc": 100.0 * tagged / known}
+    own_tags = all(t is not None for t in tags) and bool(tags)
+    return Predictions(heads=heads, deprels=rels, scores=scores, upos=tags if own_tags else None)
 
 
 def unknown_words(sentences: Sequence[Sentence], vocabs: Vocabularies) -> tuple[int, int]:
@@ -114,18 +127,24 @@ def write_predictions(
     upos: Sequence[Sequence[str]] | None = None, keep_deps: bool = False,
 ) -> None:
     """CoNLL-U with HEAD and DEPREL replaced (and UPOS, when ``upos`` gives one list per
-    sentence), the enhanced graph (DEPS, empty nodes) removed unless ``keep_deps`` (the input's
-    would contradict the new heads), every other byte of the input kept. A path is written atomically; a stream
-    (an open file) is appended to."""
+    sentence, else the parser's own tags when it predicts them), the enhanced graph (DEPS, empty
+    nodes) removed unless ``keep_deps`` (the input's would contradict the new heads), every other
+    byte of the input kept. A path is written atomically; a stream (an open file) is appended to."""
+    if upos is None:
+        upos = predictions.upos
     write_conllu(sentences, path, heads=predictions.heads, deprels=predictions.deprels, upos=upos,
                  clear_deps=not keep_deps)
 
 
 def reads_upos(config: dict) -> bool:
-    """Whether a parser with this stored config reads UPOS: a biaffine model when
-    ``model.use_upos`` (default true), the log-linear scorer always (its templates are POS)."""
+    """Whether a parser with this stored config reads UPOS from its input: a biaffine model when
+    ``model.use_upos`` (default true) and ``model.upos_input`` is gold (default), unless it
+    predicts its own tags (a UPOS head, :func:`~parser.models.parser_model.reads_own_tags`); the
+    log-linear scorer always (its templates are POS). False: no tagger is needed."""
     model = config.get("model") or {}
     if str(model.get("kind", "biaffine")) == "biaffine":
+        if reads_own_tags(model) or str(model.get("upos_input", "gold")) != "gold":
+            return False
         return bool(model.get("use_upos", True))
     return True
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 import torch
 from torch import nn
 
@@ -10,6 +13,7 @@ from parser.models.char_encoder import CharLSTM
 from parser.models.checks import check_batch
 from parser.models.edge_scores import EdgeScores
 from parser.models.layers import MLP, Biaffine, Bilinear, BiLSTM, dropped_words
+from parser.models.transformer import TransformerEncoder
 
 UNK = 1  # id 0 = PAD, 1 = UNK, 2 = ROOT in every vocabulary (the data layer's convention)
 
@@ -27,6 +31,13 @@ class BiaffineScorer(nn.Module):
     ``use_words=False`` drops the word and character input: the BiLSTM reads the UPOS embeddings
     alone (``use_upos`` must then be True), so every decision generalises across all words with
     the same tag sequence (for training without trees, where constraints speak about tags only).
+
+    ``encoder`` (``model.encoder``; ``None``: the BiLSTM) with ``kind: transformer`` reads the
+    words with a pretrained transformer (:class:`~parser.models.transformer.TransformerEncoder`,
+    which needs the character vocabulary ``char_tokens`` to spell them); its mixed features,
+    with the word/character embeddings when ``encoder.use_chars`` and UPOS when ``use_upos``,
+    go through ``encoder.lstm_layers`` BiLSTM layers (0: none) into the MLPs. ``n_tags`` > 0
+    adds a UPOS head on the same states (``EdgeScores.tags``).
     """
 
     def __init__(
@@ -48,14 +59,19 @@ class BiaffineScorer(nn.Module):
         dropout: float = 0.33,
         word_dropout: float = 0.25,
         use_words: bool = True,
+        encoder: Mapping[str, Any] | None = None,
+        char_tokens: Sequence[str] = (),
+        n_tags: int = 0,
     ) -> None:
         super().__init__()
-        if not (use_words or use_upos):
+        encoder = {key: getattr(value, "value", value) for key, value in (encoder or {}).items()}
+        transformer_chosen = encoder.get("kind", "bilstm") == "transformer"
+        if not (use_words or use_upos or transformer_chosen):
             raise ValueError("use_words=False and use_upos=False: the scorer would read nothing")
         for name, value in (("n_words", n_words), ("n_chars", n_chars), ("n_upos", n_upos)):
             if value < 3:
                 raise ValueError(f"{name}={value}: a vocabulary holds at least PAD, UNK and ROOT")
-        if n_rels < 0 or lstm_layers < 1:
+        if n_rels < 0 or lstm_layers < 1 and not transformer_chosen:
             raise ValueError(
                 f"n_rels={n_rels}, lstm_layers={lstm_layers}: need n_rels >= 0, lstm_layers >= 1"
             )
@@ -63,27 +79,60 @@ class BiaffineScorer(nn.Module):
             if not 0.0 <= value < 1.0:
                 raise ValueError(f"{name}={value}: expected a probability in [0, 1)")
         self.n_words, self.n_chars, self.n_upos, self.n_rels = n_words, n_chars, n_upos, n_rels
-        self.use_upos, self.use_words = use_upos, use_words
+        self.use_upos = use_upos
         self.word_dropout = word_dropout
 
-        self.word_embed, self.char_encoder = None, None
-        if use_words:
-            self.word_embed = nn.Embedding(n_words, word_dim, padding_idx=0)
-            self.char_encoder = CharLSTM(
-                n_chars, char_dim=char_dim, hidden=char_hidden, n_out=word_dim
+        self.transformer = None
+        if transformer_chosen:
+            self.transformer = TransformerEncoder(
+                name=encoder.get("name"), char_tokens=char_tokens,
+                pooling=encoder.get("pooling", "first"), window=int(encoder.get("window", 512)),
+                overlap=int(encoder.get("overlap", 128)), finetune=bool(encoder.get("finetune", False)),
+                lr=float(encoder.get("lr", 5e-5)), warmup_steps=int(encoder.get("warmup_steps", 1000)),
+                cache=bool(encoder.get("cache", True)),
             )
-        self.upos_embed = nn.Embedding(n_upos, upos_dim, padding_idx=0) if use_upos else None
-        n_input = (word_dim if use_words else 0) + (upos_dim if use_upos else 0)
+            use_words = bool(encoder.get("use_chars", False))
+            lstm_layers = int(encoder.get("lstm_layers", 0))
+            dropout_features = float(encoder.get("dropout", 0.2))
+            # restored without the model folder: sized from the checkpoint's files on load
+            self.register_load_state_dict_pre_hook(_restore_transformer)
+        self.use_words = use_words
+        self.sizes = {"word_dim": word_dim, "char_dim": char_dim, "char_hidden": char_hidden,
+                      "upos_dim": upos_dim, "lstm_hidden": lstm_hidden, "lstm_layers": lstm_layers,
+                      "arc_mlp": arc_mlp, "rel_mlp": rel_mlp, "dropout": dropout, "n_tags": n_tags}
+        self.feature_dropout = nn.Dropout(dropout_features if self.transformer is not None else 0.0)
+        self._build_layers()
+
+    def _build_layers(self) -> None:
+        """Every layer after the transformer (whose width they depend on)."""
+        z = self.sizes
+        dropout = z["dropout"]
+        self.word_embed, self.char_encoder = None, None
+        if self.use_words:
+            self.word_embed = nn.Embedding(self.n_words, z["word_dim"], padding_idx=0)
+            self.char_encoder = CharLSTM(
+                self.n_chars, char_dim=z["char_dim"], hidden=z["char_hidden"], n_out=z["word_dim"]
+            )
+        self.upos_embed = nn.Embedding(self.n_upos, z["upos_dim"], padding_idx=0) if self.use_upos else None
+        n_input = ((z["word_dim"] if self.use_words else 0) + (z["upos_dim"] if self.use_upos else 0)
+                   + (self.transformer.n_out if self.transformer is not None else 0))
+        if n_input == 0:
+            raise ValueError("the scorer would read nothing: no words, no UPOS, no transformer")
         self.input_dropout = nn.Dropout(dropout)
-        self.lstm = BiLSTM(n_input, lstm_hidden, num_layers=lstm_layers, dropout=dropout)
+        self.lstm = None
+        n_states = n_input
+        if z["lstm_layers"] > 0:
+            self.lstm = BiLSTM(n_input, z["lstm_hidden"], num_layers=z["lstm_layers"], dropout=dropout)
+            n_states = 2 * z["lstm_hidden"]
         self.lstm_dropout = nn.Dropout(dropout)
-        self.arc_dep = MLP(2 * lstm_hidden, arc_mlp, dropout=dropout)
-        self.arc_head = MLP(2 * lstm_hidden, arc_mlp, dropout=dropout)
-        self.arc = Biaffine(arc_mlp)
-        if n_rels > 0:
-            self.rel_dep = MLP(2 * lstm_hidden, rel_mlp, dropout=dropout)
-            self.rel_head = MLP(2 * lstm_hidden, rel_mlp, dropout=dropout)
-            self.rel = Bilinear(rel_mlp, n_rels)
+        self.arc_dep = MLP(n_states, z["arc_mlp"], dropout=dropout)
+        self.arc_head = MLP(n_states, z["arc_mlp"], dropout=dropout)
+        self.arc = Biaffine(z["arc_mlp"])
+        if self.n_rels > 0:
+            self.rel_dep = MLP(n_states, z["rel_mlp"], dropout=dropout)
+            self.rel_head = MLP(n_states, z["rel_mlp"], dropout=dropout)
+            self.rel = Bilinear(z["rel_mlp"], self.n_rels)
+        self.tagger = nn.Linear(n_states, z["n_tags"]) if z["n_tags"] > 0 else None
 
     def forward(self, batch: Batch) -> EdgeScores:
         """arcs ``[B, dep, head]``; labels ``[B, dep, head, L]`` or ``None``."""
@@ -92,6 +141,8 @@ class BiaffineScorer(nn.Module):
         width = words.shape[1]
         present = torch.arange(width, device=words.device) <= lengths[:, None]  # ROOT and words
         inputs = []
+        if self.transformer is not None:
+            inputs.append(self.feature_dropout(self.transformer(batch.chars, lengths)))
         if self.word_embed is not None and self.char_encoder is not None:
             if self.training and self.word_dropout > 0:
                 # a new tensor: the caller's batch is untouched
@@ -100,9 +151,23 @@ class BiaffineScorer(nn.Module):
         if self.upos_embed is not None:
             inputs.append(self.upos_embed(batch.upos))
         x = torch.cat(inputs, dim=-1)
-        states, _ = self.lstm(self.input_dropout(x), lengths + 1)  # ROOT and the words
-        states = self.lstm_dropout(states)  # [B, N+1, 2 * lstm_hidden], zero beyond each length
+        if self.lstm is not None:
+            states, _ = self.lstm(self.input_dropout(x), lengths + 1)  # ROOT and the words
+            states = self.lstm_dropout(states)  # [B, N+1, 2 * lstm_hidden], zero beyond lengths
+        else:
+            states = self.input_dropout(x)
 
         arcs = self.arc(self.arc_dep(states), self.arc_head(states))
         labels = self.rel(self.rel_dep(states), self.rel_head(states)) if self.n_rels > 0 else None
-        return EdgeScores(arcs=arcs, labels=labels)
+        tags = self.tagger(states) if self.tagger is not None else None
+        return EdgeScores(arcs=arcs, labels=labels, tags=tags)
+
+
+def _restore_transformer(module: BiaffineScorer, state_dict: dict, prefix: str, *args: Any) -> None:
+    # A scorer built where its transformer could not be loaded (no folder, no network) has
+    # placeholder layers: the checkpoint's stored config and tokenizer rebuild the transformer,
+    # then the layers after it at its width, before their weights are read.
+    key = f"{prefix}transformer._extra_state"
+    if module.transformer is not None and not module.transformer.loaded and key in state_dict:
+        module.transformer.set_extra_state(state_dict[key])
+        module._build_layers()

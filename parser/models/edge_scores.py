@@ -20,10 +20,12 @@ CRF_KINDS = ("matrix_tree", "projective")
 
 @dataclass(frozen=True)
 class EdgeScores:
-    """arcs: ``[B, dep, head]``; labels: ``[B, dep, head, L]`` (``None``: an unlabeled scorer)."""
+    """arcs: ``[B, dep, head]``; labels: ``[B, dep, head, L]`` (``None``: an unlabeled scorer);
+    tags: ``[B, N+1, T]`` UPOS logits of a tag head (``None``: none)."""
 
     arcs: Tensor
     labels: Tensor | None = None
+    tags: Tensor | None = None
 
 
 def to_output(

@@ -8,20 +8,49 @@ tree (maximum spanning tree under the root constraint) and its relations.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from omegaconf import OmegaConf
 from torch import Tensor, nn
 
-from parser.config import LabelMode, ModelConfig, ScorerKind
+from parser.config import EncoderKind, LabelMode, ModelConfig, ScorerKind, UposInput
 from parser.constraints.spec import UPOS_TAGS
 from parser.data.batch import Batch
-from parser.data.vocab import Vocab
+from parser.data.vocab import ROOT, UNK, Vocab
 from parser.models.build import build_scorer, scorer_options
 from parser.models.edge_scores import CRF_KINDS, to_output
 from parser.structs import ParserOutput, attach_to_units
 
-__all__ = ["ParserModel", "build_parser", "scorer_kwargs", "upos_ids"]
+__all__ = ["ParserModel", "TaggedOutput", "build_parser", "reads_own_tags", "scorer_kwargs", "upos_ids"]
+
+N_SPECIAL_TAGS = 3  # UPOS ids 0..2 (PAD, UNK, ROOT): never a word's tag
+
+
+@dataclass(frozen=True)
+class TaggedOutput(ParserOutput):
+    """A ``ParserOutput`` of a parser with a UPOS head.
+
+    upos:      ``[B, N+1]`` the tags the rest of the pipeline reads (decoding, GE features): the
+               head's argmax where the model reads its own tags, else the batch's with its
+               unknown (``_``) tags filled in; ROOT id at 0, PAD beyond each length.
+    tag_scores: ``[B, N+1, T]`` the head's logits.
+    auxiliary: ``{"tags": weighted cross-entropy per tagged word}`` on a labeled training batch
+               (the objective adds it, ``parser.objectives.weighted``); empty otherwise.
+    """
+
+    upos: Tensor | None = None
+    tag_scores: Tensor | None = None
+    auxiliary: dict[str, Tensor] = field(default_factory=dict)
+
+
+def reads_own_tags(model_cfg: Mapping[str, Any]) -> bool:
+    """Whether a parser with this (stored) model config predicts the tags it needs, so that
+    parser-predict needs neither gold UPOS nor a tagger: it has a UPOS head and does not embed
+    the data's UPOS column."""
+    upos_input = str(model_cfg.get("upos_input", "gold"))
+    return float(model_cfg.get("tag_loss_weight", 0.0) or 0.0) > 0 and upos_input != "gold"
 
 N_SPECIAL_RELS = 3  # relation ids 0..2 (PAD, UNK, ROOT) are never gold: never predicted
 
@@ -46,8 +75,11 @@ class ParserModel(nn.Module):
     decodes projectively)."""
 
     def __init__(self, scorer: nn.Module, *, labels: str, single_root: bool, projective: bool = False,
-                 crf: str = "matrix_tree", unit_tags: tuple[int, ...] = ()) -> None:
+                 crf: str = "matrix_tree", unit_tags: tuple[int, ...] = (),
+                 tag_loss_weight: float = 0.0, own_tags: bool = False) -> None:
         super().__init__()
+        self.tag_loss_weight = float(tag_loss_weight)
+        self.own_tags = own_tags  # the head's tags everywhere, not only where the data has none
         self.scorer = scorer
         self.labels = LabelMode(labels).value
         self.single_root = single_root
@@ -61,8 +93,25 @@ class ParserModel(nn.Module):
 
     def forward(self, batch: Batch) -> ParserOutput:
         edge_scores = self.scorer(batch)
-        return to_output(edge_scores, batch.lengths, labels=self.labels, single_root=self.single_root,
-                         crf=self.crf)
+        out = to_output(edge_scores, batch.lengths, labels=self.labels, single_root=self.single_root,
+                        crf=self.crf)
+        if edge_scores.tags is None:
+            return out
+        return self._tagged(out, edge_scores.tags, batch)
+
+    def _tagged(self, out: ParserOutput, tag_scores: Tensor, batch: Batch) -> TaggedOutput:
+        guess = tag_scores[..., N_SPECIAL_TAGS:].argmax(-1) + N_SPECIAL_TAGS
+        words = batch.word_mask
+        upos = guess if self.own_tags else torch.where(batch.upos == UNK, guess, batch.upos)
+        upos = torch.where(words, upos, 0)
+        upos[:, 0] = ROOT
+        auxiliary = {}
+        if self.training and self.tag_loss_weight > 0 and batch.is_labeled:
+            gold = words & (batch.upos >= N_SPECIAL_TAGS)  # words with a known tag
+            loss = nn.functional.cross_entropy(tag_scores[gold], batch.upos[gold], reduction="sum")
+            auxiliary["tags"] = self.tag_loss_weight * loss / gold.sum().clamp(min=1)
+        return TaggedOutput(dist=out.dist, label_scores=out.label_scores, upos=upos,
+                            tag_scores=tag_scores, auxiliary=auxiliary)
 
     @torch.no_grad()
     def decode(self, out: ParserOutput, upos: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
@@ -74,6 +123,8 @@ class ParserModel(nn.Module):
         Joint labels: each word's best label on its arc; a classifier's relation is its best
         non-special label on the predicted arc.
         """
+        if getattr(out, "upos", None) is not None:
+            upos = out.upos  # the model's own tags (TaggedOutput)
         best = out.dist.argmax(projective=self.projective)
         heads = best[0] if isinstance(best, tuple) else best
         if self.unit_tags:
@@ -93,18 +144,44 @@ class ParserModel(nn.Module):
 
 
 def build_parser(
-    cfg: ModelConfig, sizes: Mapping[str, int], *, upos: Vocab | None = None
+    cfg: ModelConfig, sizes: Mapping[str, int], *, upos: Vocab | None = None,
+    chars: Vocab | None = None,
 ) -> ParserModel:
     """A fresh parser for vocabularies of ``sizes`` (``words``, ``chars``, ``upos``, ``rels``).
 
     ``upos``, the UPOS vocabulary, maps the tag names of ``distance_prior_exempt`` and
-    ``attach_to_units`` to ids; it is needed only when those lists are not empty.
+    ``attach_to_units`` to ids; it is needed only when those lists are not empty. ``chars``,
+    the character vocabulary, spells the words for a transformer encoder (needed only then).
     """
     options = scorer_kwargs(cfg)
+    upos_input = UposInput(_get(cfg, "upos_input", UposInput.gold))
+    tag_loss_weight = float(_get(cfg, "tag_loss_weight", 0.0))
+    if tag_loss_weight < 0:
+        raise ValueError(f"model.tag_loss_weight={tag_loss_weight}: must be >= 0")
+    if upos_input is UposInput.predicted and tag_loss_weight == 0:
+        raise ValueError("model.upos_input=predicted reads the parser's own tags: set "
+                         "model.tag_loss_weight > 0 to give it a UPOS head")
+    kind = ScorerKind(cfg.kind).value
+    if kind == ScorerKind.biaffine.value:
+        encoder = _get(cfg, "encoder", None)
+        encoder = (OmegaConf.to_container(encoder, enum_to_str=True) if OmegaConf.is_config(encoder)
+                   else {k: getattr(v, "value", v) for k, v in vars(encoder).items()}
+                   if encoder is not None and not isinstance(encoder, Mapping) else dict(encoder or {}))
+        options["encoder"] = encoder
+        options["use_upos"] = bool(options.get("use_upos", True)) and upos_input is UposInput.gold
+        options["n_tags"] = sizes["upos"] if tag_loss_weight > 0 else 0
+        if encoder.get("kind") == EncoderKind.transformer.value:
+            if chars is None:
+                raise ValueError("a transformer encoder spells the words from their characters: "
+                                 "pass build_parser(chars=vocabs.chars)")
+            options["char_tokens"] = list(chars.tokens)
+    elif tag_loss_weight > 0 or upos_input is not UposInput.gold:
+        raise ValueError(f"model.kind={kind}: model.tag_loss_weight and model.upos_input are "
+                         "biaffine options (the log-linear templates read the data's UPOS)")
     if "distance_prior_exempt" in options:
         options["distance_prior_exempt"] = upos_ids(options["distance_prior_exempt"], upos)
     scorer = build_scorer(
-        ScorerKind(cfg.kind).value,
+        kind,
         n_words=sizes["words"],
         n_chars=sizes["chars"],
         n_upos=sizes["upos"],
@@ -113,7 +190,14 @@ def build_parser(
     )
     unit_tags = upos_ids(cfg.attach_to_units, upos, option="model.attach_to_units")
     return ParserModel(scorer, labels=LabelMode(cfg.labels).value, single_root=cfg.single_root,
-                       projective=cfg.projective, crf=cfg.crf, unit_tags=unit_tags)
+                       projective=cfg.projective, crf=cfg.crf, unit_tags=unit_tags,
+                       tag_loss_weight=tag_loss_weight, own_tags=upos_input is not UposInput.gold)
+
+
+def _get(cfg: ModelConfig | Mapping[str, Any], key: str, default: Any) -> Any:
+    if isinstance(cfg, Mapping) or OmegaConf.is_config(cfg):
+        return cfg.get(key, default)
+    return getattr(cfg, key, default)
 
 
 def upos_ids(names: Any, upos: Vocab | None, *, option: str = "model.distance_prior_exempt") -> tuple[int, ...]:

@@ -3,7 +3,8 @@
 Each term has a weight with a linear warm-up (``weight * min(1, step / warmup)``; ``warmup=0``
 means the full weight from step 0) and the stream of batches it consumes: ``"labeled"`` (batches
 with gold heads), ``"unlabeled"`` (batches without) or ``"any"``. Terms that do not apply to a
-batch are skipped. Logs are prefixed by the term name (``likelihood/loss``), with each applied
+batch are skipped. A model's own auxiliary losses (``out.auxiliary``, e.g. the UPOS head's,
+already weighted by the model config) are added as terms of their own. Logs are prefixed by the term name (``likelihood/loss``), with each applied
 term's current ``<name>/weight`` and the weighted ``total``.
 
 Data parallelism is a hook of the sum, not a copy of it: called with ``ranks=`` (a
@@ -18,7 +19,7 @@ the 1-process value of the global batch.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import torch
@@ -115,6 +116,14 @@ class WeightedSum:
         share = ranks.token_share(batch) if ranks is not None else 1.0
         total = None
         logs = {}
+        # A model that predicts its own UPOS (a tag head) hands the tags its terms must read (GE
+        # features on text without gold tags) and its weighted tagging loss (per token).
+        own_upos = getattr(out, "upos", None)
+        if own_upos is not None:
+            batch = replace(batch, upos=own_upos)
+        for name, loss in (getattr(out, "auxiliary", None) or {}).items():
+            total = share * loss if total is None else total + share * loss
+            logs[f"{name}/loss"] = loss.detach() * share
         for term in self.terms:
             if not term.applies_to(batch):
                 continue

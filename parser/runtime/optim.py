@@ -23,6 +23,17 @@ def build_optimizer(params: Iterable[torch.nn.Parameter], cfg: OptimConfig) -> t
     params = [p for p in params if p.requires_grad]
     if not params:
         raise ValueError("build_optimizer: the model has no trainable parameters")
+    # A parameter may carry ``optim_group = {"name", "lr", "warmup_steps"}`` (a fine-tuned
+    # pretrained encoder): it goes into a group of its own with that lr and warm-up.
+    groups: dict[str, dict] = {}
+    for p in params:
+        spec = getattr(p, "optim_group", None)
+        key = spec["name"] if spec else ""
+        if key not in groups:
+            groups[key] = {"params": []} if not spec else {
+                "params": [], "name": key, "lr": float(spec["lr"]),
+                "warmup_steps": int(spec["warmup_steps"])}
+        groups[key]["params"].append(p)
     if cfg.lr <= 0:
         raise ValueError(f"optim.lr must be positive, got {cfg.lr}")
     if len(cfg.betas) != 2:
@@ -30,10 +41,12 @@ def build_optimizer(params: Iterable[torch.nn.Parameter], cfg: OptimConfig) -> t
     betas = (float(cfg.betas[0]), float(cfg.betas[1]))
     name = OptimName(cfg.name)
     cls = torch.optim.AdamW if name is OptimName.adamw else torch.optim.Adam
-    return cls(params, lr=cfg.lr, betas=betas, eps=cfg.eps, weight_decay=cfg.weight_decay)
+    return cls(list(groups.values()), lr=cfg.lr, betas=betas, eps=cfg.eps,
+               weight_decay=cfg.weight_decay)
 
 
-def lr_factor(step: int, cfg: OptimConfig, *, total_steps: int) -> float:
+def lr_factor(step: int, cfg: OptimConfig, *, total_steps: int,
+              warmup_steps: int | None = None) -> float:
     """The multiplier of ``optim.lr`` at optimiser step ``step`` (0-based).
 
     >>> from parser.config import OptimConfig
@@ -41,7 +54,7 @@ def lr_factor(step: int, cfg: OptimConfig, *, total_steps: int) -> float:
     >>> [round(lr_factor(s, cfg, total_steps=8), 3) for s in range(9)]
     [0.25, 0.5, 0.75, 1.0, 1.0, 0.75, 0.5, 0.25, 0.0]
     """
-    warmup = max(int(cfg.warmup_steps), 0)
+    warmup = max(int(cfg.warmup_steps if warmup_steps is None else warmup_steps), 0)
     if step < warmup:
         return (step + 1) / warmup
     after = step - warmup
@@ -61,7 +74,11 @@ def lr_factor(step: int, cfg: OptimConfig, *, total_steps: int) -> float:
 def build_scheduler(
     optimizer: torch.optim.Optimizer, cfg: OptimConfig, *, total_steps: int
 ) -> torch.optim.lr_scheduler.LambdaLR:
-    """A ``LambdaLR`` applying :func:`lr_factor`; call ``step()`` after each optimiser step."""
+    """A ``LambdaLR`` applying :func:`lr_factor` (a group's own ``warmup_steps``, where it has
+    one); call ``step()`` after each optimiser step."""
+    def factor(warmup: int | None):
+        return lambda step: lr_factor(step, cfg, total_steps=total_steps, warmup_steps=warmup)
+
     return torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: lr_factor(step, cfg, total_steps=total_steps)
+        optimizer, [factor(group.get("warmup_steps")) for group in optimizer.param_groups]
     )

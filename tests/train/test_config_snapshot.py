@@ -44,7 +44,8 @@ MIGRATION: dict[str, list[str]] = {
 # Old sweep -> new sweep (the GE sweeps were one file per family; now one over the treebanks).
 SWEEPS = {f"ge_alone{suffix}": "treebanks" for suffix in
           ("", "_clauses", "_coordination", "_harmony", "_harmony_punct", "_structural", "_tuned")}
-NEW_KEYS = ("family", "data.unlabeled_split", "data.short_max_length")  # added to the schema
+NEW_KEYS = ("family", "data.unlabeled_split", "data.short_max_length",  # added to the schema
+            "model.encoder", "model.upos_input", "model.tag_loss_weight")
 
 
 def migrate(overrides: list[str]) -> list[str]:
