@@ -31,6 +31,7 @@ from parser.runtime.io_atomic import atomic_write
 __all__ = [
     "Sentence",
     "Treebank",
+    "blocks",
     "format_sentence",
     "read_conllu",
     "read_tokenized",
@@ -202,10 +203,16 @@ def _read_text(path: str | os.PathLike) -> str:
 
 
 def _blocks(text: str) -> Iterator[tuple[int, list[str]]]:
-    """(1-based first line, lines) of each blank-line-separated block."""
+    """(1-based first line, lines) of each blank-line-separated block of ``text``."""
+    return blocks(enumerate(text.split("\n"), start=1))
+
+
+def blocks(numbered_lines: Iterable[tuple[int, str]]) -> Iterator[tuple[int, list[str]]]:
+    """(first line number, lines) of each blank-line-separated block of ``(number, text)`` lines
+    (a file read whole or streamed)."""
     block: list[str] = []
     start = 1
-    for lineno, raw in enumerate(text.split("\n"), start=1):
+    for lineno, raw in numbered_lines:
         if raw:
             if not block:
                 start = lineno

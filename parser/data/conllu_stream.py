@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from parser.data.conllu_io import Sentence, tokenized_sentence
+from parser.data.conllu_io import Sentence, blocks, tokenized_sentence
 from parser.data.validate import ConlluError, parse_rows
 
 __all__ = ["chunked", "stream_conllu", "stream_tokenized"]
@@ -38,7 +38,7 @@ def stream_conllu(path: str | os.PathLike, *, on_invalid: Literal["raise", "skip
     name = str(path)
     skipped: list[ConlluError] = []
     count = 0
-    for first_line, lines in _blocks(name, final_blank_line=True):
+    for first_line, lines in blocks(_lines(name, final_blank_line=True)):
         try:
             rows = parse_rows(lines, path=name, first_line=first_line,
                               require_trees=require_trees, single_root=single_root)
@@ -87,22 +87,6 @@ def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
             chunk = []
     if chunk:
         yield chunk
-
-
-def _blocks(path: str, *, final_blank_line: bool) -> Iterator[tuple[int, list[str]]]:
-    """(1-based first line, lines) of each blank-line-separated block."""
-    block: list[str] = []
-    start = 1
-    for lineno, raw in _lines(path, final_blank_line=final_blank_line):
-        if raw:
-            if not block:
-                start = lineno
-            block.append(raw)
-        elif block:
-            yield start, block
-            block = []
-    if block:
-        yield start, block
 
 
 def _lines(path: str, *, final_blank_line: bool) -> Iterator[tuple[int, str]]:

@@ -284,15 +284,6 @@ class TreeCRF(PartitionPath, FeatureExpectations, Distribution):
     def _full_mask(self) -> Tensor:
         return self.arc_mask[..., None] if self.labeled else self.arc_mask
 
-def sparse_expectation(marginals: Tensor, arc_index: Tensor, feature_ids: Tensor, values: Tensor,
-                       n_features: int) -> Tensor:
-    """``[B, n_features]``: the marginals at ``arc_index`` rows (``(b, dep, head[, label])``) times
-    ``values``, summed per sentence and feature (shared by the tree distributions)."""
-    probs = marginals[tuple(arc_index.t())]
-    out = torch.zeros(marginals.shape[0], n_features, dtype=values.dtype, device=values.device)
-    flat = arc_index[:, 0] * n_features + feature_ids
-    return out.reshape(-1).index_add(0, flat, probs.to(values.dtype) * values).reshape(out.shape)
-
 
 @register_kl(TreeCRF, TreeCRF)
 def _kl_tree_crf(p: TreeCRF, q: TreeCRF) -> Tensor:
