@@ -107,7 +107,7 @@ def train(cfg: DictConfig, *, run_dir: str | Path) -> dict:
             if step % 10 == 0:
                 bar.set_postfix(loss=f"{loss.item():.4f}", epoch=pieces.epoch)
                 if writer is not None:
-                    writer.add_scalar("train/loss", float(loss), step)
+                    writer.add_scalar("train/loss", loss.item(), step)
                     writer.add_scalar("train/lr", scheduler.get_last_lr()[0], step)
             if step % int(opts.eval_every) and step != total:
                 continue
