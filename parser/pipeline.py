@@ -35,24 +35,30 @@ from omegaconf import OmegaConf
 from parser.config import ModelConfig
 from parser.data.conllu_io import Sentence, format_sentence
 from parser.data.vocab import Vocabularies
-from parser.inference import parse, reads_upos
-from parser.models.parser_model import ParserModel, build_parser
+from parser.inference import load_parser, parse, reads_upos
+from parser.models.parser_model import ParserModel, build_parser, upos_ids
 from parser.runtime.checkpoint import CheckpointError, load_checkpoint
 from parser.runtime.device import resolve_device
 from parser.runtime.io_atomic import atomic_write
-from parser.tagger.predict import KIND as TAGGER_KIND
-from parser.tagger.predict import TrainedTagger, tag_sentences
+from parser.runtime.user_files import input_file, output_file
 from parser.tagger.model import Tagger
+from parser.tagger.predict import KIND as TAGGER_KIND
+from parser.tagger.predict import TrainedTagger, load_tagger, tag_sentences
 from parser.tokenize import (
     Token,
     TrainedTokenizer,
     iter_sentences,
+    load_tokenizer,
     split_paragraphs,
     tokenizer_from_state,
 )
+from parser.tokenize.check import first_untokenised_line
 from parser.tokenize.segment import to_sentence
 
-__all__ = ["KIND", "Pipeline", "parser_from_state", "read_paragraph_stream", "tagger_from_state"]
+__all__ = [
+    "KIND", "Pipeline", "parse_raw_file", "parser_from_state", "read_paragraph_stream",
+    "refuse_untokenised", "tagger_from_state",
+]
 
 KIND = "pipeline"
 
@@ -221,3 +227,50 @@ class Pipeline:
         for sentence in sentences:
             buffer.write(sentence.serialize())
         return buffer.getvalue()
+
+
+def refuse_untokenised(input_path: str | os.PathLike, *, format: str = "auto") -> None:
+    """``ValueError`` naming the file, the line and the word when a text input of
+    ``parser-predict`` (``format=text``, or ``auto`` on a file not ending in ``.conllu``) does not
+    look whitespace-tokenised (:mod:`parser.tokenize.check`)."""
+    path = Path(input_path)
+    if format == "conllu" or (format == "auto" and path.suffix in (".conllu", ".conll")):
+        return
+    if not path.is_file():
+        return  # the parser's own checks name a missing file
+    found = first_untokenised_line(path)
+    if found is not None:
+        line, word = found
+        raise ValueError(
+            f"input={path}, line {line}: {word!r} looks like untokenised text (punctuation or a "
+            "contraction glued to a word); the text input must be one whitespace-tokenised "
+            "sentence per line. For raw text, pass tokenizer=<parser-train-tokenizer best.pt> "
+            "(or a pipeline: Pipeline.parse_file)")
+
+
+def parse_raw_file(checkpoint: str | os.PathLike, tokenizer: str | os.PathLike,
+                   input_path: str | os.PathLike, output_path: str | os.PathLike, *,
+                   tagger: str | os.PathLike | None = None, device: str = "auto",
+                   tokens_per_batch: int = 5000, projective: bool | None = None,
+                   attach_to_units: Sequence[str] | None = None) -> int:
+    """``parser-predict tokenizer=...``: tokenise, split, tag (when the parser reads UPOS) and
+    parse a raw text file with separate checkpoints, streaming. Returns the sentences written."""
+    input_path = input_file(input_path, option="input")
+    tokenizer = input_file(tokenizer, option="tokenizer")
+    output_path = output_file(output_path, option="output", inputs=(
+        input_path, checkpoint, tokenizer, *([tagger] if tagger else [])))
+    torch_device = resolve_device(device)
+    model, vocabs, config = load_parser(checkpoint, device=torch_device)
+    if projective is not None:
+        model.projective = projective
+    if attach_to_units is not None:
+        model.unit_tags = upos_ids(list(attach_to_units), vocabs.upos, option="attach_to_units")
+    if tagger is None and reads_upos(config):
+        raise ValueError(f"checkpoint={checkpoint}: the parser reads UPOS tags; raw text needs "
+                         "tagger=<tagger best.pt> too (parser-train-tagger trains one)")
+    pipeline = Pipeline(
+        parser=(model, vocabs, config), device=torch_device, batch_size=tokens_per_batch,
+        tokenizer=load_tokenizer(tokenizer, device=torch_device),
+        tagger=load_tagger(input_file(tagger, option="tagger"), map_location=torch_device)
+        if tagger else None)
+    return pipeline.parse_file(input_path, output_path)
