@@ -4,7 +4,7 @@ text instead of parsing ``good.`` or ``can't`` as one word.
 A word looks untokenised when punctuation is glued to it: ``, ; ! ?`` (or ``:``) at its end,
 ``.`` at the end of a line's last word (``Mr.`` inside a line is an abbreviation and passes;
 ``U.S.`` anywhere passes), an English contraction (``can't``, ``it's``, ``we're``), or an opening
-quote or bracket glued to its start.
+quote or bracket glued to its start (``"hi``, ``(see``).
 
 >>> untokenised_word(["I", "like", "it", "."]), untokenised_word(["It", "was", "good."])
 (None, 'good.')
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 __all__ = ["first_untokenised_line", "untokenised_word"]
 
 _GLUED_END = re.compile(r"^[^\W_][\w'-]*[,;!?:]+[\"')\]]*$")
-_GLUED_START = re.compile(r"^[\"'(\[][^\W_]+$")
+_GLUED_START = re.compile(r"^[\"(\[][^\W_]+$")  # not ': 's, 're are tokens
 _CONTRACTION = re.compile(r"^[^\W_]+(n't|'s|'re|'ve|'ll|'d|'m)$", re.IGNORECASE)
 _FINAL_DOT = re.compile(r"^[^\W_][\w'-]*[^\W_]\.[\"')\]]*$")
 

@@ -128,7 +128,7 @@ def _decode(text: str, tags: Sequence[int], multiwords: MultiwordTable) -> list[
         follows = tags[k + 1] if k + 1 < len(text) else None
         if tag in (E, S) or follows not in (I, E) or text[k + 1].isspace():
             form = text[start : k + 1]
-            space = k + 1 < len(text) and text[k + 1].isspace()
+            space = k + 1 == len(text) or text[k + 1].isspace()  # a paragraph end is a break
             sentence.append(Token(form, space, multiwords.split(form)))
             start = None
             if tag in (E, S):
