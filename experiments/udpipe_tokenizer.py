@@ -6,7 +6,7 @@ a raw text file (one paragraph per line, blank lines between) into CoNLL-U for t
         --heldout data/ud/en_ewt/en_ewt-ud-dev.conllu --model /tmp/tok17/udpipe_ewt.model \\
         --options "epochs=20;early_stopping=1"
     python experiments/udpipe_tokenizer.py tokenize --model /tmp/tok17/udpipe_ewt.model \\
-        --text test.txt --output udpipe.conllu
+        --text test.txt --output udpipe.conllu --gold data/ud/en_ewt/en_ewt-ud-test.conllu
 
 ``--options`` are UDPipe's tokenizer options (``dimension``, ``epochs``, ``batch_size``,
 ``learning_rate``, ``dropout``, ``early_stopping``, ``segment_size``...): the results file says which
@@ -16,6 +16,7 @@ were used.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -65,8 +66,28 @@ def tokenize(model_path: Path, text_path: Path, output: Path) -> None:
     result = pipeline.process(text_path.read_text(encoding="utf-8"), error)
     if error.occurred():
         raise SystemExit(f"udpipe failed: {error.message}")
-    output.write_text(result, encoding="utf-8")
+    output.write_text(_chain_heads(result), encoding="utf-8")
     print(f"tokenised in {time.time() - started:.1f}s -> {output}", flush=True)
+
+
+def _chain_heads(conllu: str) -> str:
+    """HEAD/DEPREL filled with a left chain (word 1 -> ROOT, word i -> i-1), so that the official
+    scorer loads a tokenizer-only file; only its Tokens, Sentences and Words rows mean anything."""
+    lines = []
+    for line in conllu.split("\n"):
+        cols = line.split("\t")
+        if len(cols) == 10 and cols[0].isdigit():
+            cols[6], cols[7] = str(int(cols[0]) - 1), "root" if cols[0] == "1" else "dep"
+        lines.append("\t".join(cols))
+    return "\n".join(lines)
+
+
+def score(gold: Path, pred: Path) -> dict[str, float]:
+    """Official Tokens, Sentences and Words F1 (``udtools``' udeval, as parser-evaluate uses)."""
+    from parser.eval.official import official_evaluation
+
+    scores = official_evaluation(gold, pred)
+    return {row: round(scores[row].f1, 2) for row in ("Tokens", "Sentences", "Words")}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,11 +102,14 @@ def main(argv: list[str] | None = None) -> int:
     k.add_argument("--model", type=Path, required=True)
     k.add_argument("--text", type=Path, required=True)
     k.add_argument("--output", type=Path, required=True)
+    k.add_argument("--gold", type=Path, help="score the output against this CoNLL-U file")
     args = parser.parse_args(argv)
     if args.command == "train":
         train(args.train, args.heldout, args.model, args.options)
     else:
         tokenize(args.model, args.text, args.output)
+        if args.gold:
+            print(json.dumps(score(args.gold, args.output)), flush=True)
     return 0
 
 

@@ -5,6 +5,6 @@
 
 __version__ = "0.1.0"
 
-from parser.pipeline import Pipeline  # noqa: E402 - after __version__, which it records
+from parser.pipeline import Pipeline
 
 __all__ = ["Pipeline", "__version__"]

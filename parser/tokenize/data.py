@@ -71,7 +71,7 @@ class Pieces:
         self.epoch = 0
 
     def __len__(self) -> int:
-        return -(-len(self.chars) // self.batch_size)
+        return (len(self.chars) + self.batch_size - 1) // self.batch_size
 
     def next(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """``(chars, classes, tags [B, pos], lengths [B])`` of the next batch."""

@@ -19,7 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from parser.structs import LinearChainCRF
-from parser.tokenize.text import E, I, O, S, TAGS
+from parser.tokenize.text import TAGS, E, I, O, S
 
 __all__ = ["CLASSES", "CharTagger", "char_class"]
 

@@ -20,7 +20,7 @@ from parser.data.vocab import Vocab
 from parser.runtime.checkpoint import CheckpointError, load_checkpoint
 from parser.tokenize.model import CharTagger, char_class
 from parser.tokenize.multiword import MultiwordTable
-from parser.tokenize.text import B, E, I, S, Paragraph, Token
+from parser.tokenize.text import B, E, I, Paragraph, S, Token
 
 __all__ = [
     "KIND", "TrainedTokenizer", "encode", "load_tokenizer", "split_paragraphs", "tag_texts",

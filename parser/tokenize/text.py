@@ -32,12 +32,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
-    "B", "E", "I", "O", "S", "TAGS", "Token", "paragraph_tags", "paragraph_text", "read_paragraphs",
+    "TAGS",
+    "B",
+    "E",
+    "I",
+    "O",
+    "S",
+    "Token",
+    "paragraph_tags",
+    "paragraph_text",
+    "read_paragraphs",
     "write_raw_text",
 ]
 
 TAGS = ("O", "B", "I", "E", "S")
-O, B, I, E, S = range(5)  # noqa: E741 - the tag names of the literature
+O, B, I, E, S = range(5)
 
 
 @dataclass(frozen=True)
@@ -65,7 +74,7 @@ def _sentence_tokens(rows: list[list[str]], *, path: str, line: int) -> list[Tok
             continue  # empty node: no text
         space = "SpaceAfter=No" not in misc.split("|")
         if "-" in ident:
-            first, last = (int(x) for x in ident.split("-"))
+            last = int(ident.split("-")[1])
             tokens.append(Token(form, space, ()))
             pending, end = [], last
             continue

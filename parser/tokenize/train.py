@@ -29,7 +29,12 @@ from parser.runtime.optim import build_optimizer, build_scheduler
 from parser.tokenize.data import Pieces, build_chars, cut_pieces, span_scores
 from parser.tokenize.model import CharTagger
 from parser.tokenize.multiword import MultiwordTable
-from parser.tokenize.segment import TrainedTokenizer, load_tokenizer, tokenize_paragraphs, tokenizer_state
+from parser.tokenize.segment import (
+    TrainedTokenizer,
+    load_tokenizer,
+    tokenize_paragraphs,
+    tokenizer_state,
+)
 from parser.tokenize.text import paragraph_text, read_paragraphs
 
 __all__ = ["evaluate_tokenizer", "split_path", "train"]

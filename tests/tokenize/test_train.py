@@ -46,6 +46,7 @@ def test_checkpoint_round_trip_and_multiwords(trained):
     [[first, second, *_]] = tokenize_paragraphs(tokenizer, ["I don't like cold coffee. The dog barked."])
     assert [t.form for t in first] == ["I", "don't", "like", "cold", "coffee", "."]
     assert first[1].words == ("do", "n't") and not first[4].space_after
+    assert [t.form for t in second] == ["The", "dog", "barked", "."]
 
 
 def test_windows_cover_every_character_once(trained):
