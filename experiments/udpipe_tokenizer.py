@@ -1,12 +1,20 @@
-"""The UDPipe 1 baseline of ``experiments/results/raw_text_ewt.md``: train UDPipe 1's tokenizer
+"""The tokenizer rows of ``experiments/results/raw_text_ewt.md``: UDPipe 1's tokenizer and ours,
+scored alone (Tokens, Sentences, Words F1) by the official script.
+
+The UDPipe 1 baseline of ``experiments/results/raw_text_ewt.md``: train UDPipe 1's tokenizer
 (``ufal.udpipe`` on PyPI; tokenizer only, no tagger or parser) on a CoNLL-U file, then tokenise
 a raw text file (one paragraph per line, blank lines between) into CoNLL-U for the official scorer.
 
-    python experiments/udpipe_tokenizer.py train --train data/ud/en_ewt/en_ewt-ud-train.conllu \\
+    PYTHONPATH=. python experiments/udpipe_tokenizer.py train --train data/ud/en_ewt/en_ewt-ud-train.conllu \\
         --heldout data/ud/en_ewt/en_ewt-ud-dev.conllu --model /tmp/tok17/udpipe_ewt.model \\
         --options "epochs=20;early_stopping=1"
-    python experiments/udpipe_tokenizer.py tokenize --model /tmp/tok17/udpipe_ewt.model \\
+    PYTHONPATH=. python experiments/udpipe_tokenizer.py tokenize --model /tmp/tok17/udpipe_ewt.model \\
         --text test.txt --output udpipe.conllu --gold data/ud/en_ewt/en_ewt-ud-test.conllu
+
+``ours`` runs a ``parser-train-tokenizer`` checkpoint on the same text:
+
+    PYTHONPATH=. python experiments/udpipe_tokenizer.py ours --tokenizer <best.pt> \
+        --text test.txt --output ours.conllu --gold data/ud/en_ewt/en_ewt-ud-test.conllu
 
 ``--options`` are UDPipe's tokenizer options (``dimension``, ``epochs``, ``batch_size``,
 ``learning_rate``, ``dropout``, ``early_stopping``, ``segment_size``...): the results file says which
@@ -20,6 +28,11 @@ import json
 import sys
 import time
 from pathlib import Path
+
+from parser.data.conllu_io import format_sentence
+from parser.eval.official import official_evaluation
+from parser.pipeline import read_paragraph_stream
+from parser.tokenize import iter_sentences, load_tokenizer
 
 
 def _udpipe():
@@ -66,11 +79,21 @@ def tokenize(model_path: Path, text_path: Path, output: Path) -> None:
     result = pipeline.process(text_path.read_text(encoding="utf-8"), error)
     if error.occurred():
         raise SystemExit(f"udpipe failed: {error.message}")
-    output.write_text(_chain_heads(result), encoding="utf-8")
+    output.write_text(chain_heads(result), encoding="utf-8")
     print(f"tokenised in {time.time() - started:.1f}s -> {output}", flush=True)
 
 
-def _chain_heads(conllu: str) -> str:
+def ours(tokenizer_path: Path, text_path: Path, output: Path) -> None:
+    tokenizer = load_tokenizer(tokenizer_path)
+    started = time.time()
+    with open(text_path, encoding="utf-8") as source:
+        blocks = [format_sentence(s) for s in iter_sentences(
+            tokenizer, read_paragraph_stream(source), path=str(text_path))]
+    output.write_text(chain_heads("".join(blocks)), encoding="utf-8")
+    print(f"tokenised in {time.time() - started:.1f}s -> {output}", flush=True)
+
+
+def chain_heads(conllu: str) -> str:
     """HEAD/DEPREL filled with a left chain (word 1 -> ROOT, word i -> i-1), so that the official
     scorer loads a tokenizer-only file; only its Tokens, Sentences and Words rows mean anything."""
     lines = []
@@ -84,8 +107,6 @@ def _chain_heads(conllu: str) -> str:
 
 def score(gold: Path, pred: Path) -> dict[str, float]:
     """Official Tokens, Sentences and Words F1 (``udtools``' udeval, as parser-evaluate uses)."""
-    from parser.eval.official import official_evaluation
-
     scores = official_evaluation(gold, pred)
     return {row: round(scores[row].f1, 2) for row in ("Tokens", "Sentences", "Words")}
 
@@ -103,9 +124,17 @@ def main(argv: list[str] | None = None) -> int:
     k.add_argument("--text", type=Path, required=True)
     k.add_argument("--output", type=Path, required=True)
     k.add_argument("--gold", type=Path, help="score the output against this CoNLL-U file")
+    o = sub.add_parser("ours")
+    o.add_argument("--tokenizer", type=Path, required=True)
+    o.add_argument("--text", type=Path, required=True)
+    o.add_argument("--output", type=Path, required=True)
+    o.add_argument("--gold", type=Path, help="score the output against this CoNLL-U file")
     args = parser.parse_args(argv)
     if args.command == "train":
         train(args.train, args.heldout, args.model, args.options)
+        return 0
+    if args.command == "ours":
+        ours(args.tokenizer, args.text, args.output)
     else:
         tokenize(args.model, args.text, args.output)
         if args.gold:
