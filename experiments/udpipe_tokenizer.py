@@ -137,8 +137,8 @@ def main(argv: list[str] | None = None) -> int:
         ours(args.tokenizer, args.text, args.output)
     else:
         tokenize(args.model, args.text, args.output)
-        if args.gold:
-            print(json.dumps(score(args.gold, args.output)), flush=True)
+    if args.gold:
+        print(json.dumps(score(args.gold, args.output)), flush=True)
     return 0
 
 
