@@ -165,6 +165,8 @@ class Pipeline:
     def _annotate(self, sentences: list[Sentence]) -> Iterator[str]:
         """CoNLL-U blocks of ``sentences`` with UPOS, HEAD and DEPREL filled."""
         upos = None
+        # UPOS from the tagger; a parser with its own tagging head (joint tags) would fill
+        # ``upos`` here from its predictions instead, and need no tagger
         if self.tagger is not None:
             upos = tag_sentences(self.tagger, sentences, tokens_per_batch=self.batch_size)
             sentences = [replace(s, upos=list(tags)) for s, tags in zip(sentences, upos)]

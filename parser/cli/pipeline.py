@@ -70,8 +70,9 @@ def build_pipeline(*, tokenizer: str | Path | None, parser: str | Path,
         "scores": {
             "tokenizer": _summary({"dev": (tok_state or {}).get("dev"),
                                    "step": (tok_state or {}).get("step")}),
-            "parser": _summary({k: (parser_state.get("trainer") or {}).get(k)
-                                for k in ("best_score", "best_step", "step")}),
+            # the trainer's dev selection score (LAS unless configured otherwise)
+            "parser": _summary({"best_dev_score": (parser_state.get("trainer") or {}).get(
+                "best_score"), "best_step": (parser_state.get("trainer") or {}).get("best_step")}),
             "tagger": _summary({"dev_accuracy": (tag_state or {}).get("dev_accuracy"),
                                 "step": (tag_state or {}).get("step")}),
             **({"evaluation": _summary(scores)} if scores else {}),
