@@ -57,6 +57,7 @@ class TokTrainConfig:
     seed: int = 1
     threads: int = 1
     device: str = "cpu"
+    init: str | None = None  # start from this tokenizer checkpoint's weights (same data)
     checkpoint_dir: str | None = None  # null: <run dir>/checkpoints
     tensorboard: bool = True  # events in <run dir>/tensorboard
     progress: bool = True  # a progress bar on stderr

@@ -6,7 +6,7 @@ character vocabulary and the multiword table, then steps AdamW (``parser.runtime
 CRF's negative log-likelihood per character. Every ``train.eval_every`` steps it tokenises the dev
 text and scores tokens and sentences F1; the best model (by their sum) is saved atomically to
 ``<checkpoint dir>/best.pt`` (``parser.runtime.checkpoint``), the latest to ``last.pt``; it stops after
-``train.patience`` evaluations without a gain. Without a dev split the last step's model is the
+``train.patience`` evaluations without a gain (``train.init``: start from a checkpoint's weights). Without a dev split the last step's model is the
 best. Scalars go to TensorBoard (``<run dir>/tensorboard``: ``train/loss``, ``train/lr``,
 ``dev/tokens_f1``, ``dev/sentences_f1``) through torch's ``SummaryWriter`` (``parser.train``'s
 ``RunLogger`` sits above this package). Results: ``<run dir>/results.json``.
@@ -64,6 +64,15 @@ def _writer(log_dir: Path | None):
     return SummaryWriter(str(log_dir))
 
 
+def _init_from(tokenizer: TrainedTokenizer, path: Path) -> None:
+    """Copy the weights of the tokenizer at ``path`` (a longer run in steps); its characters and
+    model sizes must be this run's."""
+    start = load_tokenizer(path)
+    if start.chars != tokenizer.chars or start.model.hparams != tokenizer.model.hparams:
+        raise ValueError(f"train.init={path}: its characters or model sizes differ from this run's")
+    tokenizer.model.load_state_dict(start.model.state_dict())
+
+
 def train(cfg: DictConfig, *, run_dir: str | Path) -> dict:
     """Train with ``cfg``; returns (and writes to ``<run_dir>/results.json``) the dev scores of the
     best model, its step and checkpoint path."""
@@ -84,6 +93,8 @@ def train(cfg: DictConfig, *, run_dir: str | Path) -> dict:
     model = CharTagger(n_chars=len(chars), char_dim=m.char_dim, class_dim=m.class_dim,
                        hidden=m.hidden, layers=m.layers, dropout=m.dropout).to(opts.device)
     tokenizer = TrainedTokenizer(model, chars, multiwords, int(m.window), int(m.context))
+    if opts.init:
+        _init_from(tokenizer, existing_file(opts.init, option="train.init"))
     log.info("tokenizer: %s: %d paragraphs, %d pieces, %d characters, %d multiword forms, "
              "%d parameters", train_path, len(paragraphs), len(pieces.chars), len(chars),
              len(multiwords), sum(p.numel() for p in model.parameters()))
