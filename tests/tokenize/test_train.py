@@ -72,3 +72,14 @@ def test_cli_reports_bad_input_without_a_traceback(tmp_path, capsys):
                                    f"hydra.run.dir={tmp_path}"])
     err = capsys.readouterr().err
     assert status == 2 and "parser-train-tokenizer: error:" in err and "Traceback" not in err
+
+
+def test_init_starts_from_a_checkpoint_and_refuses_other_sizes(trained, tmp_path):
+    run, _ = trained
+    best = run / "checkpoints" / "best.pt"
+    cfg = tokenizer_config("train.max_steps=1", "train.eval_every=1", f"data.dev_file={TRAIN}",
+                           f"train.init={best}", "optim.lr=1e-6")
+    assert train(cfg, run_dir=tmp_path / "again")["dev"]["tokens_f1"] >= 98.0  # not from scratch
+    cfg = tokenizer_config("train.max_steps=1", f"train.init={best}", "model.hidden=8")
+    with pytest.raises(ValueError, match="train.init"):
+        train(cfg, run_dir=tmp_path / "other")
