@@ -38,9 +38,12 @@ from pathlib import Path
 
 import torch
 from common import markdown_table, ud_root, write_result
+from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from parser.config import DataConfig, ModelConfig, OptimConfig, TrainerConfig, config_dir
+from parser.config import (
+    DataConfig, ModelConfig, OptimConfig, TrainerConfig, config_dir, register_configs,
+)
 from parser.constraints import load_constraints
 from parser.data import (
     BucketBatcher,
@@ -75,10 +78,12 @@ VARIANTS = {
 
 
 def group(name: str, option: str, schema: type):
-    """A config group file merged onto its typed schema, as Hydra composes it."""
-    node = OmegaConf.merge(
-        OmegaConf.structured(schema), OmegaConf.load(config_dir() / name / f"{option}.yaml")
-    )
+    """The ``name`` node of the config Hydra composes with ``name=option`` (its own defaults list,
+    e.g. the model's encoder group, included), as a ``schema`` object."""
+    register_configs()
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+        cfg = compose("config", overrides=[f"{name}={option}"])
+    node = OmegaConf.merge(OmegaConf.structured(schema), cfg[name])
     return OmegaConf.to_object(node)
 
 

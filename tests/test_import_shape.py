@@ -25,10 +25,10 @@ LAYERS = [
     {"parser.structs", "parser.config", "parser.runtime"},
     {"parser.data", "parser.eval"},
     {"parser.models", "parser.constraints", "parser.objectives"},
-    {"parser.tagger"},
+    {"parser.tagger", "parser.tokenize"},
     {"parser.inference"},
     {"parser.train"},
-    {"parser.cli"},
+    {"parser.cli", "parser.pipeline"},
 ]
 
 

@@ -30,6 +30,10 @@ those tags (the official UPOS score) is printed beside UAS/LAS.
 spanning tree whatever the checkpoint's ``model.projective`` says, and ``attach_to_units=PUNCT,CCONJ``
 (or ``none``) re-attaches those words by the UD punct/cc rule or not, whatever its
 ``model.attach_to_units`` says (ablations of the decoder).
+
+``pipeline=<file> treebank=... split=...`` (or ``gold=``) parses the split's raw text through a
+pipeline file (tokenizer, tagger, parser) and prints the official Tokens, Sentences, Words, UPOS,
+UAS and LAS F1 (:mod:`parser.cli.evaluate_raw`).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from parser.cli.evaluate_raw import run_raw_evaluation
 from parser.cli.predict import decoder_overrides
 from parser.cli.shell import run_key_value_cli
 from parser.data.conllu_io import read_conllu
@@ -66,6 +71,7 @@ OPTIONS = {
     "tagger": None,  # parse with this tagger's UPOS instead of the gold ones
     "projective": None,  # true | false: decoder of checkpoint= (default: the checkpoint's model.projective)
     "attach_to_units": None,  # PUNCT,CCONJ | none: UD punct/cc re-attachment (default: the checkpoint's)
+    "pipeline": None,  # a pipeline file: parse the split's raw text (parser.cli.evaluate_raw)
 }
 
 
@@ -168,6 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: dict) -> str:
+    if args["pipeline"]:
+        return run_raw_evaluation(args)
     report, metrics_path = evaluate(args)
     scores = format_scores("official" if report.get("official") else "scores", report)
     if args["tagger"] and report.get("official"):

@@ -8,10 +8,12 @@ trained checkpoints.
 
 The input is CoNLL-U (HEAD/DEPREL may be ``_`` or filled: they are replaced) or plain text with
 one whitespace-tokenised sentence per line (``format=text``, or any file not ending in
-``.conllu``). The output is CoNLL-U with HEAD and DEPREL filled and every other column, comment,
-multiword token and empty node kept byte for byte, except the enhanced graph: it was built on
-the input's heads, so DEPS becomes ``_`` and empty nodes are dropped (``keep_deps=true`` keeps
-both). Every sentence is
+``.conllu``); text that does not look tokenised (``good.``, ``can't``) is refused, naming the line.
+Raw text (paragraphs separated by blank lines) needs ``tokenizer=`` (a checkpoint of
+``parser-train-tokenizer``), which tokenises and splits it into sentences first. The output is
+CoNLL-U with HEAD and DEPREL filled and every other column, comment, multiword token and empty
+node kept byte for byte, except the enhanced graph: it was built on the input's heads, so DEPS
+becomes ``_`` and empty nodes are dropped (``keep_deps=true`` keeps both). Every sentence is
 parsed, however long; the file is read, parsed and written ``chunk_size`` sentences at a time,
 so memory does not grow with its length.
 
@@ -31,6 +33,7 @@ from collections.abc import Sequence
 
 from parser.cli.shell import parse_bool, run_key_value_cli
 from parser.inference import predict_file
+from parser.pipeline import parse_raw_file, refuse_untokenised
 
 __all__ = ["OPTIONS", "decoder_overrides", "main", "tag_list"]
 
@@ -39,6 +42,7 @@ OPTIONS = {
     "input": None,
     "output": None,
     "format": "auto",  # auto | conllu | text
+    "tokenizer": None,  # tokenizer checkpoint (parser-train-tokenizer): the input is raw text
     "tagger": None,  # UPOS tagger checkpoint, for input without tags (or retag=true)
     "retag": "false",  # true: replace the input's UPOS by the tagger's
     "device": "auto",
@@ -59,6 +63,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: dict) -> str:
+    if args["tokenizer"]:
+        count = parse_raw_file(
+            args["checkpoint"], args["tokenizer"], args["input"], args["output"],
+            tagger=args["tagger"], device=args["device"],
+            tokens_per_batch=int(args["tokens_per_batch"]), **decoder_overrides(args))
+        return f"parsed {count} sentences -> {args['output']}"
+    refuse_untokenised(args["input"], format=args["format"])
     count = predict_file(
         args["checkpoint"], args["input"], args["output"], format=args["format"],
         device=args["device"], tokens_per_batch=int(args["tokens_per_batch"]),

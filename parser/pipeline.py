@@ -1,0 +1,278 @@
+"""The Python API: raw text (or pre-tokenised sentences) -> dependency trees, from one pipeline file.
+
+>>> from parser import Pipeline                                # doctest: +SKIP
+>>> nlp = Pipeline.load("model.pipeline")                      # doctest: +SKIP
+>>> [sentence] = nlp.parse("I can't go.")                      # doctest: +SKIP
+>>> [(t["form"], t["upos"], t["head"], t["deprel"]) for t in sentence]  # doctest: +SKIP
+
+A pipeline file (``parser-pipeline build``, :mod:`parser.cli.pipeline`) holds the tokenizer and
+sentence splitter (:mod:`parser.tokenize`), the parser, and the UPOS tagger when the parser reads
+tags, with their vocabularies, configs and the scores they reached; a model card (markdown) is
+written beside it.
+
+Results are ``conllu.TokenList`` objects (the ``conllu`` package's type) with FORM, UPOS, HEAD and
+DEPREL filled; raw text also gets multiword token lines (``du`` -> ``de le``), ``SpaceAfter=No``
+and ``# text``. :meth:`Pipeline.parse_file` streams: it holds ``chunk_sentences`` sentences at a
+time, so memory stays flat however long the input.
+
+Threads: a ``Pipeline`` is **not thread-safe** (the models' modes and torch's thread settings are
+shared state). Use one ``Pipeline`` per thread (``Pipeline.load`` in each), or guard a shared one
+with a ``threading.Lock``; both are tested.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import conllu
+import torch
+from omegaconf import OmegaConf
+
+from parser.config import ModelConfig
+from parser.data.conllu_io import Sentence, format_sentence
+from parser.data.vocab import Vocabularies
+from parser.inference import load_parser, parse, reads_upos
+from parser.models.parser_model import ParserModel, build_parser, upos_ids
+from parser.runtime.checkpoint import CheckpointError, load_checkpoint
+from parser.runtime.device import resolve_device
+from parser.runtime.io_atomic import atomic_write
+from parser.runtime.user_files import input_file, output_file
+from parser.tagger.model import Tagger
+from parser.tagger.predict import KIND as TAGGER_KIND
+from parser.tagger.predict import TrainedTagger, load_tagger, tag_sentences
+from parser.tokenize import (
+    Token,
+    TrainedTokenizer,
+    iter_sentences,
+    load_tokenizer,
+    split_paragraphs,
+    tokenizer_from_state,
+)
+from parser.tokenize.check import first_untokenised_line
+from parser.tokenize.segment import to_sentence
+
+__all__ = [
+    "KIND", "Pipeline", "parse_raw_file", "parser_from_state", "read_paragraph_stream",
+    "refuse_untokenised", "tagger_from_state",
+]
+
+KIND = "pipeline"
+
+
+def parser_from_state(state: dict, *, where: str) -> tuple[ParserModel, Vocabularies, dict]:
+    """The parser of a checkpoint dict (the ``model``, ``vocabs``, ``config`` entries
+    :func:`parser.inference.load_parser` reads from a file), in eval mode."""
+    for key in ("model", "vocabs", "config"):
+        if key not in state:
+            raise CheckpointError(f"{where}: no {key!r} entry; not a parser checkpoint")
+    config = state["config"]
+    vocabs = Vocabularies.from_state_dict(state["vocabs"])
+    model_cfg = OmegaConf.merge(OmegaConf.structured(ModelConfig), config["model"])
+    model = build_parser(model_cfg, vocabs.sizes(), upos=vocabs.upos)
+    model.load_state_dict(state["model"])
+    return model.eval(), vocabs, config
+
+
+def tagger_from_state(state: dict, *, where: str) -> TrainedTagger:
+    if state.get("kind") != TAGGER_KIND:
+        raise CheckpointError(f"{where}: kind {state.get('kind')!r}, not a UPOS tagger")
+    model = Tagger(**state["hparams"])
+    model.load_state_dict(state["model"])
+    return TrainedTagger(model.eval(), Vocabularies.from_state_dict(state["vocabs"]))
+
+
+def read_paragraph_stream(lines: Iterable[str]) -> Iterator[str]:
+    """Paragraphs (blank-line separated, inner newlines kept as spaces) of a stream of lines."""
+    block: list[str] = []
+    for line in lines:
+        if line.strip():
+            block.append(line.strip())
+        elif block:
+            yield " ".join(block)
+            block = []
+    if block:
+        yield " ".join(block)
+
+
+class Pipeline:
+    """Tokenizer + (tagger) + parser; see the module docstring. Build one with :meth:`load`."""
+
+    def __init__(self, *, parser: tuple[ParserModel, Vocabularies, dict],
+                 tokenizer: TrainedTokenizer | None = None, tagger: TrainedTagger | None = None,
+                 device: str | torch.device = "cpu", batch_size: int = 5000,
+                 chunk_sentences: int = 1000, meta: dict | None = None) -> None:
+        if batch_size < 1 or chunk_sentences < 1:
+            raise ValueError(f"Pipeline: batch_size={batch_size} and chunk_sentences="
+                             f"{chunk_sentences} must be >= 1")
+        self.device = resolve_device(str(device))
+        self.model, self.vocabs, self.config = parser
+        self.model.to(self.device)
+        self.tokenizer, self.tagger = tokenizer, tagger
+        if tokenizer is not None:
+            tokenizer.model.to(self.device)
+        if tagger is not None:
+            tagger.model.to(self.device)
+        if tagger is None and reads_upos(self.config):
+            raise ValueError("Pipeline: the parser reads UPOS tags and no tagger was given")
+        self.batch_size = batch_size
+        self.chunk_sentences = chunk_sentences
+        self.meta = dict(meta or {})
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, *, device: str = "cpu", batch_size: int = 5000,
+             chunk_sentences: int = 1000) -> Pipeline:
+        """The pipeline saved at ``path`` (``parser-pipeline build``). ``batch_size``: words per
+        parser batch; ``chunk_sentences``: sentences held at once by :meth:`parse_file`."""
+        state = load_checkpoint(path, map_location="cpu")
+        if state.get("kind") != KIND:
+            raise CheckpointError(f"{path}: kind {state.get('kind')!r}, not a pipeline file "
+                                  "(parser-pipeline build writes one)")
+        where = str(path)
+        tokenizer = (tokenizer_from_state(state["tokenizer"], where=f"{where} (tokenizer)")
+                     if state.get("tokenizer") else None)
+        tagger = (tagger_from_state(state["tagger"], where=f"{where} (tagger)")
+                  if state.get("tagger") else None)
+        return cls(parser=parser_from_state(state["parser"], where=f"{where} (parser)"),
+                   tokenizer=tokenizer, tagger=tagger, device=device, batch_size=batch_size,
+                   chunk_sentences=chunk_sentences, meta=state.get("meta"))
+
+    # --- input -> Sentence objects -------------------------------------------------------------
+
+    def _raw_sentences(self, paragraphs: Iterable[str], *, path: str) -> Iterator[Sentence]:
+        if self.tokenizer is None:
+            raise ValueError(f"{path}: raw text needs a tokenizer and this pipeline has none; "
+                             "give pre-tokenised sentences (lists of words)")
+        return iter_sentences(self.tokenizer, paragraphs, path=path)
+
+    @staticmethod
+    def _tokenised(sentences: Iterable[Sequence[str]], *, path: str) -> Iterator[Sentence]:
+        for number, words in enumerate(sentences, start=1):
+            if isinstance(words, str) or not all(isinstance(w, str) and w and not any(
+                    c.isspace() for c in w) for w in words):
+                raise ValueError(f"{path}: sentence {number} must be a list of words (non-empty "
+                                 f"strings without spaces); got {words!r:.80}")
+            if not words:
+                raise ValueError(f"{path}: sentence {number} is empty")
+            tokens = [Token(w, True, (w,)) for w in words]
+            yield to_sentence(tokens, sent_id=str(number), path=path, line=number)
+
+    # --- Sentence objects -> parsed CoNLL-U -----------------------------------------------------
+
+    def _annotate(self, sentences: list[Sentence]) -> Iterator[str]:
+        """CoNLL-U blocks of ``sentences`` with UPOS, HEAD and DEPREL filled."""
+        upos = None
+        # UPOS from the tagger; a parser with its own tagging head (joint tags) would fill
+        # ``upos`` here from its predictions instead, and need no tagger
+        if self.tagger is not None:
+            upos = tag_sentences(self.tagger, sentences, tokens_per_batch=self.batch_size)
+            sentences = [replace(s, upos=list(tags)) for s, tags in zip(sentences, upos)]
+        predictions = parse(self.model, sentences, self.vocabs, tokens_per_batch=self.batch_size,
+                            device=self.device, score=False)
+        for i, sentence in enumerate(sentences):
+            yield format_sentence(sentence, heads=predictions.heads[i],
+                                  deprels=predictions.deprels[i],
+                                  upos=None if upos is None else upos[i])
+
+    def _chunks(self, sentences: Iterable[Sentence]) -> Iterator[str]:
+        chunk: list[Sentence] = []
+        for sentence in sentences:
+            chunk.append(sentence)
+            if len(chunk) >= self.chunk_sentences:
+                yield from self._annotate(chunk)
+                chunk = []
+        if chunk:
+            yield from self._annotate(chunk)
+
+    @torch.no_grad()
+    def parse(self, text: str | Sequence[Sequence[str]]) -> list[conllu.TokenList]:
+        """Parse raw text (``str``: paragraphs separated by blank lines, tokenised and split into
+        sentences by the pipeline's tokenizer) or pre-tokenised sentences (a list of lists of
+        words, parsed as given). One ``TokenList`` per sentence."""
+        if isinstance(text, str):
+            sentences = self._raw_sentences(split_paragraphs(text), path="<text>")
+        else:
+            sentences = self._tokenised(text, path="<sentences>")
+        return [conllu.parse_token_and_metadata(block.rstrip("\n"))
+                for block in self._chunks(sentences)]
+
+    @torch.no_grad()
+    def parse_file(self, input_path: str | os.PathLike, output_path: str | os.PathLike, *,
+                   tokenized: bool = False) -> int:
+        """Parse a UTF-8 text file into CoNLL-U, streaming (``chunk_sentences`` at a time; the
+        output replaces nothing until it is whole). Raw text by default (paragraphs separated by
+        blank lines); ``tokenized=True``: one whitespace-tokenised sentence per line. Returns the
+        number of sentences written."""
+        input_path, output_path = Path(input_path), Path(output_path)
+        if not input_path.is_file():
+            raise ValueError(f"input={input_path}: no such file")
+        if output_path.resolve() == input_path.resolve():
+            raise ValueError(f"output={output_path}: is the input file")
+        count = 0
+        with open(input_path, encoding="utf-8") as source, atomic_write(output_path) as out:
+            if tokenized:
+                lines = (line.split() for line in source)
+                sentences = self._tokenised((w for w in lines if w), path=str(input_path))
+            else:
+                sentences = self._raw_sentences(read_paragraph_stream(source), path=str(input_path))
+            for block in self._chunks(sentences):
+                out.write(block)
+                count += 1
+        return count
+
+    def to_conllu(self, sentences: Sequence[conllu.TokenList]) -> str:
+        """The CoNLL-U text of parsed sentences."""
+        buffer = io.StringIO()
+        for sentence in sentences:
+            buffer.write(sentence.serialize())
+        return buffer.getvalue()
+
+
+def refuse_untokenised(input_path: str | os.PathLike, *, format: str = "auto") -> None:
+    """``ValueError`` naming the file, the line and the word when a text input of
+    ``parser-predict`` (``format=text``, or ``auto`` on a file not ending in ``.conllu``) does not
+    look whitespace-tokenised (:mod:`parser.tokenize.check`)."""
+    path = Path(input_path)
+    if format == "conllu" or (format == "auto" and path.suffix in (".conllu", ".conll")):
+        return
+    if not path.is_file():
+        return  # the parser's own checks name a missing file
+    found = first_untokenised_line(path)
+    if found is not None:
+        line, word = found
+        raise ValueError(
+            f"input={path}, line {line}: {word!r} looks like untokenised text (punctuation or a "
+            "contraction glued to a word); the text input must be one whitespace-tokenised "
+            "sentence per line. For raw text, pass tokenizer=<parser-train-tokenizer best.pt> "
+            "(or a pipeline: Pipeline.parse_file)")
+
+
+def parse_raw_file(checkpoint: str | os.PathLike, tokenizer: str | os.PathLike,
+                   input_path: str | os.PathLike, output_path: str | os.PathLike, *,
+                   tagger: str | os.PathLike | None = None, device: str = "auto",
+                   tokens_per_batch: int = 5000, projective: bool | None = None,
+                   attach_to_units: Sequence[str] | None = None) -> int:
+    """``parser-predict tokenizer=...``: tokenise, split, tag (when the parser reads UPOS) and
+    parse a raw text file with separate checkpoints, streaming. Returns the sentences written."""
+    input_path = input_file(input_path, option="input")
+    tokenizer = input_file(tokenizer, option="tokenizer")
+    output_path = output_file(output_path, option="output", inputs=(
+        input_path, checkpoint, tokenizer, *([tagger] if tagger else [])))
+    torch_device = resolve_device(device)
+    model, vocabs, config = load_parser(checkpoint, device=torch_device)
+    if projective is not None:
+        model.projective = projective
+    if attach_to_units is not None:
+        model.unit_tags = upos_ids(list(attach_to_units), vocabs.upos, option="attach_to_units")
+    if tagger is None and reads_upos(config):
+        raise ValueError(f"checkpoint={checkpoint}: the parser reads UPOS tags; raw text needs "
+                         "tagger=<tagger best.pt> too (parser-train-tagger trains one)")
+    pipeline = Pipeline(
+        parser=(model, vocabs, config), device=torch_device, batch_size=tokens_per_batch,
+        tokenizer=load_tokenizer(tokenizer, device=torch_device),
+        tagger=load_tagger(input_file(tagger, option="tagger"), map_location=torch_device)
+        if tagger else None)
+    return pipeline.parse_file(input_path, output_path)
