@@ -42,7 +42,12 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from parser.config import (
-    DataConfig, ModelConfig, OptimConfig, TrainerConfig, config_dir, register_configs,
+    DataConfig,
+    ModelConfig,
+    OptimConfig,
+    TrainerConfig,
+    config_dir,
+    register_configs,
 )
 from parser.constraints import load_constraints
 from parser.data import (
