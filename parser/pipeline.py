@@ -36,9 +36,10 @@ from parser.config import ModelConfig
 from parser.data.conllu_io import Sentence, format_sentence
 from parser.data.vocab import Vocabularies
 from parser.inference import load_parser, parse, reads_upos
+from parser.inference.predict import CELLS_PER_TOKEN
 from parser.models.parser_model import ParserModel, build_parser, upos_ids
 from parser.runtime.checkpoint import CheckpointError, load_checkpoint
-from parser.runtime.device import resolve_device
+from parser.runtime.device import bound_kernel_cache, resolve_device
 from parser.runtime.io_atomic import atomic_write
 from parser.runtime.user_files import input_file, output_file
 from parser.tagger.model import Tagger
@@ -108,6 +109,7 @@ class Pipeline:
         if batch_size < 1 or chunk_sentences < 1:
             raise ValueError(f"Pipeline: batch_size={batch_size} and chunk_sentences="
                              f"{chunk_sentences} must be >= 1")
+        bound_kernel_cache()  # memory flat over long inputs (parser.runtime.device)
         self.device = resolve_device(str(device))
         self.model, self.vocabs, self.config = parser
         self.model.to(self.device)
@@ -165,13 +167,15 @@ class Pipeline:
     def _annotate(self, sentences: list[Sentence]) -> Iterator[str]:
         """CoNLL-U blocks of ``sentences`` with UPOS, HEAD and DEPREL filled."""
         upos = None
-        # UPOS from the tagger; a parser with its own tagging head (joint tags) would fill
-        # ``upos`` here from its predictions instead, and need no tagger
+        # UPOS from the tagger; a parser with its own tagging head (joint tags) needs none
         if self.tagger is not None:
             upos = tag_sentences(self.tagger, sentences, tokens_per_batch=self.batch_size)
             sentences = [replace(s, upos=list(tags)) for s, tags in zip(sentences, upos)]
         predictions = parse(self.model, sentences, self.vocabs, tokens_per_batch=self.batch_size,
+                            cells_per_batch=CELLS_PER_TOKEN * self.batch_size,
                             device=self.device, score=False)
+        if upos is None:
+            upos = predictions.upos  # the parser's own tags, or None
         for i, sentence in enumerate(sentences):
             yield format_sentence(sentence, heads=predictions.heads[i],
                                   deprels=predictions.deprels[i],

@@ -49,7 +49,10 @@ def parts(tmp_path_factory):
     common = ["trainer.max_steps=30", "trainer.eval_every=30", "trainer.final_eval=false"]
     train_parser(tiny_config(*common, "model.use_upos=false"), run_dir=root / "plain")
     train_parser(tiny_config(*common), run_dir=root / "upos")
+    train_parser(tiny_config(*common, "model.tag_loss_weight=1.0", "model.upos_input=predicted"),
+                 run_dir=root / "joint")
     return {
+        "joint": root / "joint" / "checkpoints" / "best.pt",
         "root": root,
         "tokenizer": root / "tokenizer" / "checkpoints" / "best.pt",
         "plain": root / "plain" / "checkpoints" / "best.pt",
@@ -100,6 +103,19 @@ def test_raw_text_becomes_the_treebank_tokens_sentences_and_trees(pipeline_file)
     _check_trees(parsed)
     dont = next(s for s in parsed if "don't" in _forms(s))
     assert [t["form"] for t in dont if isinstance(t["id"], int)][1:3] == ["do", "n't"]
+
+
+def test_a_parser_with_its_own_tags_needs_no_tagger(parts):
+    """Joint UPOS (model.upos_input=predicted): the pipeline writes the parser's own tags."""
+    output = parts["root"] / "joint.pipeline"
+    build_pipeline(tokenizer=parts["tokenizer"], parser=parts["joint"], tagger=None, output=output)
+    nlp = Pipeline.load(output)
+    assert nlp.tagger is None
+    parsed = nlp.parse(TEXT)
+    assert len(parsed) == 32
+    _check_trees(parsed)  # every word has a UPOS, a head and a relation
+    tags = {t["upos"] for sentence in parsed for t in sentence if isinstance(t["id"], int)}
+    assert tags <= set(nlp.vocabs.upos.tokens)
 
 
 def test_pretokenised_sentences_are_parsed_as_given(pipeline_file):

@@ -6,7 +6,6 @@ sentences, whatever the input's length."""
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from parser.inference.parse import (
     write_predictions,
 )
 from parser.models.parser_model import upos_ids
-from parser.runtime.device import resolve_device
+from parser.runtime.device import bound_kernel_cache, resolve_device
 from parser.runtime.io_atomic import atomic_write
 from parser.runtime.user_files import input_file, output_file
 from parser.tagger.predict import load_tagger
@@ -61,10 +60,7 @@ def predict_file(
     none). DEPS becomes ``_`` (it would contradict the new heads) unless ``keep_deps``. The input
     is read twice, checked then parsed ``chunk_size`` sentences at a time, so memory does not grow
     with its length. Returns the number of sentences written."""
-    # oneDNN keeps compiled LSTM kernels per input shape (1,024 by default), and every batch
-    # shape of a long file is new: its cache, not our data, made peak memory grow with the file.
-    # Read lazily by oneDNN, so setting it here (before the first batch) takes effect.
-    os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "8")
+    bound_kernel_cache()
     # Every path checked before the model loads; the output replaces nothing until it is whole.
     input_path = input_file(input_path, option="input")
     if tagger is not None:
