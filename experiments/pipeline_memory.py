@@ -4,7 +4,7 @@ holds about ``--sentences`` sentences (counted by the pipeline's own splitter in
 resident set size (VmRSS) is sampled every 0.2 s while the file is parsed.
 
     python experiments/pipeline_memory.py --pipeline ewt.pipeline \\
-        --text /tmp/tok17/eval/en_ewt-test.txt --sentences 20000 --workdir /tmp/tok17/memory
+        --text $RUNS/eval/en_ewt-test.txt --sentences 20000 --workdir $RUNS/memory
 """
 
 from __future__ import annotations

@@ -6,9 +6,9 @@ The UDPipe 1 baseline of ``experiments/results/raw_text_ewt.md``: train UDPipe 1
 a raw text file (one paragraph per line, blank lines between) into CoNLL-U for the official scorer.
 
     PYTHONPATH=. python experiments/udpipe_tokenizer.py train --train data/ud/en_ewt/en_ewt-ud-train.conllu \\
-        --heldout data/ud/en_ewt/en_ewt-ud-dev.conllu --model /tmp/tok17/udpipe_ewt.model \\
+        --heldout data/ud/en_ewt/en_ewt-ud-dev.conllu --model $RUNS/udpipe_ewt.model \\
         --options "epochs=20;early_stopping=1"
-    PYTHONPATH=. python experiments/udpipe_tokenizer.py tokenize --model /tmp/tok17/udpipe_ewt.model \\
+    PYTHONPATH=. python experiments/udpipe_tokenizer.py tokenize --model $RUNS/udpipe_ewt.model \\
         --text test.txt --output udpipe.conllu --gold data/ud/en_ewt/en_ewt-ud-test.conllu
 
 ``ours`` runs a ``parser-train-tokenizer`` checkpoint on the same text:
