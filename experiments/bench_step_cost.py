@@ -58,7 +58,7 @@ from parser.data import (
     resolve_ud_root,
     treebank_file,
 )
-from parser.models import EdgeScores, build_scorer, scorer_options, to_output
+from parser.models import EdgeScores, build_parser, to_output
 from parser.objectives import build_objective
 from parser.runtime.optim import build_optimizer, build_scheduler
 
@@ -143,16 +143,8 @@ class Runner:
         self.optim_cfg = group("optim", "adamw", OptimConfig)
         self.variant, self.single_root = variant, model_cfg.single_root
         sizes = prepared["sizes"]
-        options = {name: getattr(model_cfg, name) for name in scorer_options("biaffine")}
         torch.manual_seed(seed)  # the same initial weights for every variant
-        self.model = build_scorer(
-            "biaffine",
-            n_words=sizes["words"],
-            n_chars=sizes["chars"],
-            n_upos=sizes["upos"],
-            n_rels=sizes["rels"],
-            options=options,
-        )
+        self.model = build_parser(model_cfg, sizes).scorer  # as the trainer builds it
         self.model.train()
         self.optimizer = build_optimizer(self.model.parameters(), self.optim_cfg)
         total_steps = group("trainer", "default", TrainerConfig).max_steps
