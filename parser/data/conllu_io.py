@@ -33,6 +33,7 @@ __all__ = [
     "Treebank",
     "blocks",
     "format_sentence",
+    "parse_sentences",
     "read_conllu",
     "read_tokenized",
     "tokenized_sentence",
@@ -136,9 +137,25 @@ def read_conllu(path: str | os.PathLike, *, on_invalid: Literal["raise", "skip"]
     name = str(path)
     text = _read_text(path)
     check_text(text, name)
-    sentences: list[Sentence] = []
     skipped: list[ConlluError] = []
-    for first_line, lines in _blocks(text):
+    sentences = list(parse_sentences(_blocks(text), name, on_invalid=on_invalid,
+                                     require_trees=require_trees, single_root=single_root,
+                                     skipped=skipped))
+    if skipped:
+        log.warning("%s: skipped %d malformed sentence(s) of %d; first: %s", name, len(skipped),
+                    len(skipped) + len(sentences), skipped[0])
+    if not sentences:
+        raise ConlluError(name, 1, f"no valid sentences ({len(skipped)} skipped)")
+    return Treebank(name, sentences, skipped)
+
+
+def parse_sentences(numbered_blocks: Iterable[tuple[int, list[str]]], name: str, *,
+                    on_invalid: Literal["raise", "skip"], require_trees: bool, single_root: bool,
+                    skipped: list[ConlluError]) -> Iterator[Sentence]:
+    """The sentences of ``(first line, lines)`` blocks of file ``name``, validated; with
+    ``on_invalid="skip"`` a malformed one is appended to ``skipped`` instead of raised (shared by
+    the whole-file and the streaming reader)."""
+    for first_line, lines in numbered_blocks:
         try:
             rows = parse_rows(lines, path=name, first_line=first_line,
                               require_trees=require_trees, single_root=single_root)
@@ -147,15 +164,8 @@ def read_conllu(path: str | os.PathLike, *, on_invalid: Literal["raise", "skip"]
                 raise
             skipped.append(error)
             continue
-        sentences.append(Sentence(lines, rows.forms, rows.lemmas, rows.upos, rows.heads,
-                                  rows.deprels, name, first_line, rows.word_lines,
-                                  rows.word_rows))
-    if skipped:
-        log.warning("%s: skipped %d malformed sentence(s) of %d; first: %s", name, len(skipped),
-                    len(skipped) + len(sentences), skipped[0])
-    if not sentences:
-        raise ConlluError(name, 1, f"no valid sentences ({len(skipped)} skipped)")
-    return Treebank(name, sentences, skipped)
+        yield Sentence(lines, rows.forms, rows.lemmas, rows.upos, rows.heads, rows.deprels,
+                       name, first_line, rows.word_lines, rows.word_rows)
 
 
 def read_tokenized(path: str | os.PathLike) -> Treebank:

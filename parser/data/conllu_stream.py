@@ -17,8 +17,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from parser.data.conllu_io import Sentence, blocks, tokenized_sentence
-from parser.data.validate import ConlluError, parse_rows
+from parser.data.conllu_io import Sentence, blocks, parse_sentences, tokenized_sentence
+from parser.data.validate import ConlluError
 
 __all__ = ["chunked", "stream_conllu", "stream_tokenized"]
 
@@ -38,18 +38,11 @@ def stream_conllu(path: str | os.PathLike, *, on_invalid: Literal["raise", "skip
     name = str(path)
     skipped: list[ConlluError] = []
     count = 0
-    for first_line, lines in blocks(_lines(name, final_blank_line=True)):
-        try:
-            rows = parse_rows(lines, path=name, first_line=first_line,
-                              require_trees=require_trees, single_root=single_root)
-        except ConlluError as error:
-            if on_invalid == "raise":
-                raise
-            skipped.append(error)
-            continue
+    for sentence in parse_sentences(blocks(_lines(name, final_blank_line=True)), name,
+                                    on_invalid=on_invalid, require_trees=require_trees,
+                                    single_root=single_root, skipped=skipped):
         count += 1
-        yield Sentence(lines, rows.forms, rows.lemmas, rows.upos, rows.heads, rows.deprels,
-                       name, first_line, rows.word_lines, rows.word_rows)
+        yield sentence
     if skipped and report:
         log.warning("%s: skipped %d malformed sentence(s) of %d; first: %s", name, len(skipped),
                     len(skipped) + count, skipped[0])
