@@ -36,6 +36,7 @@ from parser.config import ModelConfig
 from parser.data.conllu_io import Sentence, format_sentence
 from parser.data.vocab import Vocabularies
 from parser.inference import load_parser, parse, reads_upos
+from parser.inference.confidence import confidence_annotations
 from parser.inference.predict import CELLS_PER_TOKEN
 from parser.models.parser_model import ParserModel, build_parser, upos_ids
 from parser.runtime.checkpoint import CheckpointError, load_checkpoint
@@ -105,7 +106,8 @@ class Pipeline:
     def __init__(self, *, parser: tuple[ParserModel, Vocabularies, dict],
                  tokenizer: TrainedTokenizer | None = None, tagger: TrainedTagger | None = None,
                  device: str | torch.device = "cpu", batch_size: int = 5000,
-                 chunk_sentences: int = 1000, meta: dict | None = None) -> None:
+                 chunk_sentences: int = 1000, meta: dict | None = None,
+                 confidence: bool = False) -> None:
         if batch_size < 1 or chunk_sentences < 1:
             raise ValueError(f"Pipeline: batch_size={batch_size} and chunk_sentences="
                              f"{chunk_sentences} must be >= 1")
@@ -123,12 +125,15 @@ class Pipeline:
         self.batch_size = batch_size
         self.chunk_sentences = chunk_sentences
         self.meta = dict(meta or {})
+        self.confidence = confidence  # HeadProb/DeprelProb in MISC and tree comments
 
     @classmethod
     def load(cls, path: str | os.PathLike, *, device: str = "cpu", batch_size: int = 5000,
-             chunk_sentences: int = 1000) -> Pipeline:
+             chunk_sentences: int = 1000, confidence: bool = False) -> Pipeline:
         """The pipeline saved at ``path`` (``parser-pipeline build``). ``batch_size``: words per
-        parser batch; ``chunk_sentences``: sentences held at once by :meth:`parse_file`."""
+        parser batch; ``chunk_sentences``: sentences held at once by :meth:`parse_file`;
+        ``confidence``: the tree CRF's marginals in MISC and comments (``parser-predict
+        confidence=true``)."""
         state = load_checkpoint(path, map_location="cpu")
         if state.get("kind") != KIND:
             raise CheckpointError(f"{path}: kind {state.get('kind')!r}, not a pipeline file "
@@ -140,7 +145,7 @@ class Pipeline:
                   if state.get("tagger") else None)
         return cls(parser=parser_from_state(state["parser"], where=f"{where} (parser)"),
                    tokenizer=tokenizer, tagger=tagger, device=device, batch_size=batch_size,
-                   chunk_sentences=chunk_sentences, meta=state.get("meta"))
+                   chunk_sentences=chunk_sentences, meta=state.get("meta"), confidence=confidence)
 
     # --- input -> Sentence objects -------------------------------------------------------------
 
@@ -173,13 +178,18 @@ class Pipeline:
             sentences = [replace(s, upos=list(tags)) for s, tags in zip(sentences, upos)]
         predictions = parse(self.model, sentences, self.vocabs, tokens_per_batch=self.batch_size,
                             cells_per_batch=CELLS_PER_TOKEN * self.batch_size,
-                            device=self.device, score=False)
+                            device=self.device, score=False, confidence=self.confidence)
         if upos is None:
             upos = predictions.upos  # the parser's own tags, or None
+        misc = comments = None
+        if predictions.confidence is not None:
+            misc, comments = confidence_annotations(predictions.confidence)
         for i, sentence in enumerate(sentences):
             yield format_sentence(sentence, heads=predictions.heads[i],
                                   deprels=predictions.deprels[i],
-                                  upos=None if upos is None else upos[i])
+                                  upos=None if upos is None else upos[i],
+                                  misc=None if misc is None else misc[i],
+                                  comments=None if comments is None else comments[i])
 
     def _chunks(self, sentences: Iterable[Sentence]) -> Iterator[str]:
         chunk: list[Sentence] = []
@@ -258,7 +268,7 @@ def parse_raw_file(checkpoint: str | os.PathLike, tokenizer: str | os.PathLike,
                    input_path: str | os.PathLike, output_path: str | os.PathLike, *,
                    tagger: str | os.PathLike | None = None, device: str = "auto",
                    tokens_per_batch: int = 5000, projective: bool | None = None,
-                   attach_to_units: Sequence[str] | None = None) -> int:
+                   attach_to_units: Sequence[str] | None = None, confidence: bool = False) -> int:
     """``parser-predict tokenizer=...``: tokenise, split, tag (when the parser reads UPOS) and
     parse a raw text file with separate checkpoints, streaming. Returns the sentences written."""
     input_path = input_file(input_path, option="input")
@@ -278,5 +288,5 @@ def parse_raw_file(checkpoint: str | os.PathLike, tokenizer: str | os.PathLike,
         parser=(model, vocabs, config), device=torch_device, batch_size=tokens_per_batch,
         tokenizer=load_tokenizer(tokenizer, device=torch_device),
         tagger=load_tagger(input_file(tagger, option="tagger"), map_location=torch_device)
-        if tagger else None)
+        if tagger else None, confidence=confidence)
     return pipeline.parse_file(input_path, output_path)

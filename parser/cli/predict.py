@@ -24,6 +24,11 @@ column; without ``tagger=`` that is an error. ``retag=true`` replaces the input'
 tagger's. When only some words have ``_``, ``tagger=`` fills those and keeps the others (without
 it they are read as unknown tags, with a warning). A parser without UPOS input needs no tags
 (with ``tagger=`` the UPOS column is still filled).
+
+Confidence: ``confidence=true`` adds, from the model's tree CRF, each word's marginal probability
+of the head written and of its relation given that head to MISC (``HeadProb=0.9700|DeprelProb=
+0.9100``, beside what MISC holds) and per sentence the comments ``# tree_logprob``, ``#
+tree_entropy`` and ``# expected_correct`` (the sum of the written arcs' marginals).
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ OPTIONS = {
     "attach_to_units": None,  # e.g. PUNCT,CCONJ, or none: UD punct/cc re-attachment (default: the checkpoint's)
     "keep_deps": "false",  # true: keep the input's DEPS column (default: '_', as HEAD is new)
     "chunk_size": "1000",  # sentences read, parsed and written at a time (bounds memory)
+    "confidence": "false",  # true: HeadProb/DeprelProb in MISC, tree_logprob/tree_entropy/expected_correct comments
 }
 
 
@@ -67,7 +73,8 @@ def _run(args: dict) -> str:
         count = parse_raw_file(
             args["checkpoint"], args["tokenizer"], args["input"], args["output"],
             tagger=args["tagger"], device=args["device"],
-            tokens_per_batch=int(args["tokens_per_batch"]), **decoder_overrides(args))
+            tokens_per_batch=int(args["tokens_per_batch"]),
+            confidence=parse_bool(args["confidence"], option="confidence"), **decoder_overrides(args))
         return f"parsed {count} sentences -> {args['output']}"
     refuse_untokenised(args["input"], format=args["format"])
     count = predict_file(
@@ -77,6 +84,7 @@ def _run(args: dict) -> str:
         retag=parse_bool(args["retag"], option="retag"),
         keep_deps=parse_bool(args["keep_deps"], option="keep_deps"),
         chunk_size=_positive_int(args["chunk_size"], option="chunk_size"),
+        confidence=parse_bool(args["confidence"], option="confidence"),
         **decoder_overrides(args),
     )
     return f"parsed {count} sentences -> {args['output']}"

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import numbers
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -237,12 +237,16 @@ def blocks(numbered_lines: Iterable[tuple[int, str]]) -> Iterator[tuple[int, lis
 def format_sentence(sentence: Sentence, *, heads: Sequence[int] | None = None,
                     deprels: Sequence[str | None] | None = None,
                     upos: Sequence[str | None] | None = None, clear_deps: bool = False,
+                    misc: Sequence[Mapping[str, str]] | None = None,
+                    comments: Mapping[str, str] | None = None,
                     where: str = "sentence") -> str:
     """The sentence's CoNLL-U block (ending with its blank line), with the given columns of its
     words replaced (one value per word; None writes ``_``) and every other byte kept.
     ``clear_deps``: the enhanced graph, built on the old HEAD, is removed so that it cannot
     contradict new heads: DEPS becomes ``_`` and empty nodes (``5.1``), which only it uses, are
-    dropped."""
+    dropped. ``misc``: per word, ``Key=value`` entries added to MISC (an entry with the same key
+    is replaced, ``_`` gives way, the others are kept); ``comments``: ``# key = value`` lines
+    added after the sentence's comments (a comment with the same key is replaced)."""
     n = len(sentence)
     new = {}
     for column, values in ((6, heads), (7, deprels), (3, upos)):
@@ -253,6 +257,9 @@ def format_sentence(sentence: Sentence, *, heads: Sequence[int] | None = None,
             raise ValueError(f"{where} ({sentence.path}:{sentence.line}): {len(values)} values "
                              f"for column {column + 1} but the sentence has {n} words")
         new[column] = values
+    if misc is not None and len(misc) != n:
+        raise ValueError(f"{where} ({sentence.path}:{sentence.line}): {len(misc)} MISC entries "
+                         f"but the sentence has {n} words")
     if 6 in new:
         for dep, head in enumerate(new[6], start=1):
             if not isinstance(head, numbers.Integral) or not 0 <= head <= n or head == dep:
@@ -264,6 +271,8 @@ def format_sentence(sentence: Sentence, *, heads: Sequence[int] | None = None,
         cols = lines[row].split("\t")
         for column, values in new.items():
             cols[column] = "_" if values[i] is None else str(values[i])
+        if misc is not None and misc[i]:
+            cols[9] = _merged_misc(cols[9], misc[i])
         lines[row] = "\t".join(cols)
     if clear_deps:  # words' DEPS to '_'; empty nodes exist only in the enhanced graph: dropped
         kept = []
@@ -275,23 +284,52 @@ def format_sentence(sentence: Sentence, *, heads: Sequence[int] | None = None,
                 cols[8] = "_"
                 kept.append("\t".join(cols))
         lines = kept
+    if comments:
+        lines = _with_comments(lines, comments)
     return "\n".join(lines) + "\n\n"
+
+
+def _merged_misc(value: str, entries: Mapping[str, str]) -> str:
+    """MISC ``value`` with ``entries`` added as ``Key=value``, replacing any with the same key.
+
+    >>> _merged_misc("SpaceAfter=No|HeadProb=0.1", {"HeadProb": "0.9700"})
+    'SpaceAfter=No|HeadProb=0.9700'
+    >>> _merged_misc("_", {"HeadProb": "1.0000"})
+    'HeadProb=1.0000'
+    """
+    kept = [item for item in ("" if value == "_" else value).split("|")
+            if item and item.split("=", 1)[0] not in entries]
+    return "|".join(kept + [f"{key}={text}" for key, text in entries.items()]) or "_"
+
+
+def _with_comments(lines: list[str], comments: Mapping[str, str]) -> list[str]:
+    """``lines`` with ``# key = value`` after the leading comments, same-key comments dropped."""
+    start = 0
+    while start < len(lines) and lines[start].startswith("#"):
+        start += 1
+    old = [raw for raw in lines[:start]
+           if raw[1:].split("=", 1)[0].strip() not in comments]
+    return old + [f"# {key} = {text}" for key, text in comments.items()] + lines[start:]
 
 
 def write_conllu(sentences: Iterable[Sentence], path_or_stream: str | os.PathLike | IO[str], *,
                  heads: Sequence[Sequence[int]] | None = None,
                  deprels: Sequence[Sequence[str | None]] | None = None,
                  upos: Sequence[Sequence[str | None]] | None = None,
-                 clear_deps: bool = False) -> None:
+                 clear_deps: bool = False,
+                 misc: Sequence[Sequence[Mapping[str, str]]] | None = None,
+                 comments: Sequence[Mapping[str, str]] | None = None) -> None:
     """Write ``sentences`` as CoNLL-U, replacing HEAD / DEPREL / UPOS of the words where given
-    (one sequence per sentence), DEPS by ``_`` when ``clear_deps``, and keeping everything else
+    (one sequence per sentence), DEPS by ``_`` when ``clear_deps``, adding ``misc`` entries and
+    ``comments`` (one per sentence, see :func:`format_sentence`), and keeping everything else
     byte for byte.
 
     A path is written atomically (temporary file in the same folder, then rename), so a crash
     never leaves half a file; a stream is written to directly.
     """
     sentences = list(sentences)
-    for name, values in (("heads", heads), ("deprels", deprels), ("upos", upos)):
+    for name, values in (("heads", heads), ("deprels", deprels), ("upos", upos), ("misc", misc),
+                         ("comments", comments)):
         if values is not None and len(values) != len(sentences):
             raise ValueError(f"write_conllu: {len(values)} {name} for {len(sentences)} sentences")
 
@@ -300,7 +338,10 @@ def write_conllu(sentences: Iterable[Sentence], path_or_stream: str | os.PathLik
             yield format_sentence(sentence, heads=None if heads is None else heads[i],
                                   deprels=None if deprels is None else deprels[i],
                                   upos=None if upos is None else upos[i],
-                                  clear_deps=clear_deps, where=f"sentence {i}")
+                                  clear_deps=clear_deps,
+                                  misc=None if misc is None else misc[i],
+                                  comments=None if comments is None else comments[i],
+                                  where=f"sentence {i}")
 
     if hasattr(path_or_stream, "write"):
         for block in blocks():

@@ -19,6 +19,7 @@ from parser.data.batching import BucketBatcher, encode_all
 from parser.data.conllu_io import Sentence, write_conllu
 from parser.data.vocab import UNK, Vocabularies
 from parser.eval.metrics import AttachmentMetric
+from parser.inference.confidence import SentenceConfidence, batch_confidence, confidence_annotations
 from parser.models.parser_model import ParserModel, reads_own_tags
 from parser.tagger.predict import TrainedTagger, tag_sentences
 
@@ -35,12 +36,15 @@ class Predictions:
     """Per sentence, in input order: ``heads`` (0 = ROOT) and ``deprels`` (names, or None when the
     model predicts no relations); ``scores`` from ``AttachmentMetric.compute`` when every
     sentence had gold heads, else None (with ``upos_acc`` when the model tags: its accuracy on
-    the words with a given UPOS); ``upos``: the tags of a parser with a UPOS head, else None."""
+    the words with a given UPOS); ``upos``: the tags of a parser with a UPOS head, else None;
+    ``confidence``: per sentence, the tree CRF's marginals of the written tree (``parse(...,
+    confidence=True)``), else None."""
 
     heads: list[list[int]]
     deprels: list[list[str | None]]
     scores: dict | None
     upos: list[list[str]] | None = None
+    confidence: list[SentenceConfidence] | None = None
 
 
 @torch.no_grad()
@@ -53,9 +57,11 @@ def parse(
     cells_per_batch: int | None = None,
     device: torch.device | str = "cpu",
     score: bool = True,
+    confidence: bool = False,
 ) -> Predictions:
     """Best trees of ``sentences`` (model in eval mode for the call, training mode restored).
-    ``cells_per_batch`` bounds batch size x (longest + 1)^2 (see ``BucketBatcher``)."""
+    ``cells_per_batch`` bounds batch size x (longest + 1)^2 (see ``BucketBatcher``).
+    ``confidence``: also the marginals of the written trees (:mod:`parser.inference.confidence`)."""
     encoded = encode_all(list(sentences), vocabs)
     gold = score and all(e.heads is not None for e in encoded)
     batcher = BucketBatcher(encoded, tokens_per_batch=tokens_per_batch, shuffle=False,
@@ -65,6 +71,7 @@ def parse(
     heads: list[list[int] | None] = [None] * len(encoded)
     rels: list[list[str | None] | None] = [None] * len(encoded)
     tags: list[list[str] | None] = [None] * len(encoded)
+    sure: list[SentenceConfidence | None] = [None] * len(encoded)
     tagged = known = 0
     was_training = model.training
     model.eval()
@@ -76,7 +83,10 @@ def parse(
             if metric is not None:
                 metric.update(pred_heads, pred_rels, batch.heads, batch.rels, batch.lengths,
                               rel_universal=rel_universal.to(pred_heads.device))
+            batch_sure = batch_confidence(out, pred_heads, pred_rels) if confidence else None
             for b, index in enumerate(batch.index.tolist()):
+                if batch_sure is not None:
+                    sure[index] = batch_sure[b]
                 n = int(batch.lengths[b])
                 heads[index] = pred_heads[b, 1 : n + 1].tolist()
                 if pred_rels is None:
@@ -96,7 +106,8 @@ def parse(
     if scores is not None and known:
         scores = {**scores, "upos_acc": 100.0 * tagged / known}
     own_tags = all(t is not None for t in tags) and bool(tags)
-    return Predictions(heads=heads, deprels=rels, scores=scores, upos=tags if own_tags else None)
+    return Predictions(heads=heads, deprels=rels, scores=scores, upos=tags if own_tags else None,
+                       confidence=sure if confidence else None)
 
 
 def unknown_words(sentences: Sequence[Sentence], vocabs: Vocabularies) -> tuple[int, int]:
@@ -129,11 +140,16 @@ def write_predictions(
     """CoNLL-U with HEAD and DEPREL replaced (and UPOS, when ``upos`` gives one list per
     sentence, else the parser's own tags when it predicts them), the enhanced graph (DEPS, empty
     nodes) removed unless ``keep_deps`` (the input's would contradict the new heads), every other
-    byte of the input kept. A path is written atomically; a stream (an open file) is appended to."""
+    byte of the input kept; with ``predictions.confidence``, ``HeadProb`` / ``DeprelProb`` in MISC
+    and ``tree_logprob`` / ``tree_entropy`` / ``expected_correct`` comments. A path is written
+    atomically; a stream (an open file) is appended to."""
     if upos is None:
         upos = predictions.upos
+    misc = comments = None
+    if predictions.confidence is not None:
+        misc, comments = confidence_annotations(predictions.confidence)
     write_conllu(sentences, path, heads=predictions.heads, deprels=predictions.deprels, upos=upos,
-                 clear_deps=not keep_deps)
+                 clear_deps=not keep_deps, misc=misc, comments=comments)
 
 
 def reads_upos(config: dict) -> bool:

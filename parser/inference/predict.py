@@ -51,6 +51,7 @@ def predict_file(
     attach_to_units: Sequence[str] | None = None,
     keep_deps: bool = False,
     chunk_size: int = 1000,
+    confidence: bool = False,
 ) -> int:
     """Parse ``input_path`` with the model of ``checkpoint``, write ``output_path`` (atomically);
     ``tagger`` tags it first where UPOS is missing, or everywhere when ``retag`` (see the module
@@ -59,7 +60,9 @@ def predict_file(
     overrides ``model.attach_to_units`` (UPOS tags re-attached by the UD punct/cc rule; ``[]`` for
     none). DEPS becomes ``_`` (it would contradict the new heads) unless ``keep_deps``. The input
     is read twice, checked then parsed ``chunk_size`` sentences at a time, so memory does not grow
-    with its length. Returns the number of sentences written."""
+    with its length. ``confidence``: the tree CRF's marginals of each word's head and relation in
+    MISC and the tree's log-probability, entropy and expected correct heads as comments
+    (:mod:`parser.inference.confidence`). Returns the number of sentences written."""
     bound_kernel_cache()
     # Every path checked before the model loads; the output replaces nothing until it is whole.
     input_path = input_file(input_path, option="input")
@@ -124,7 +127,7 @@ def predict_file(
             unknown += unknown_words(words, vocabs)[0]
             predictions = parse(model, words, vocabs, tokens_per_batch=tokens_per_batch,
                                 cells_per_batch=CELLS_PER_TOKEN * tokens_per_batch,
-                                device=torch_device, score=False)
+                                device=torch_device, score=False, confidence=confidence)
             write_predictions(chunk, predictions, out, upos=upos, keep_deps=keep_deps)
     report_unknown_words(unknown, total, name=str(input_path))
     return count
