@@ -128,6 +128,19 @@ def test_pretokenised_sentences_are_parsed_as_given(pipeline_file):
         nlp.parse([["fine"], ["two words"]])
 
 
+def test_confidence_adds_marginals_and_changes_no_tree(pipeline_file):
+    words = [["The", "dog", "barked", "."], ["I", "do", "n't", "know"]]
+    plain = Pipeline.load(pipeline_file, batch_size=50).parse(words)
+    sure = Pipeline.load(pipeline_file, batch_size=50, confidence=True).parse(words)
+    for before, after in zip(plain, sure):
+        assert [(t["head"], t["deprel"]) for t in before] == [(t["head"], t["deprel"]) for t in after]
+        assert all(t["misc"] is None for t in before) and "tree_entropy" not in before.metadata
+        head = [float(t["misc"]["HeadProb"]) for t in after]
+        assert all(0 <= float(t["misc"]["DeprelProb"]) <= 1 for t in after)
+        assert float(after.metadata["expected_correct"]) == pytest.approx(sum(head), abs=3e-4)
+        assert float(after.metadata["tree_logprob"]) <= 0 <= float(after.metadata["tree_entropy"])
+
+
 def test_parse_file_streams_in_chunks(pipeline_file, tmp_path):
     source = tmp_path / "in.txt"
     source.write_text((TEXT + "\n\n") * 3, encoding="utf-8")
