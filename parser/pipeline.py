@@ -35,10 +35,10 @@ from omegaconf import OmegaConf
 from parser.config import ModelConfig
 from parser.data.conllu_io import Sentence, format_sentence
 from parser.data.vocab import Vocabularies
-from parser.inference import load_parser, parse, reads_upos
+from parser.inference import load_decoder, parse, reads_upos
 from parser.inference.confidence import confidence_annotations
 from parser.inference.predict import CELLS_PER_TOKEN
-from parser.models.parser_model import ParserModel, build_parser, upos_ids
+from parser.models.parser_model import ParserModel, build_parser
 from parser.runtime.checkpoint import CheckpointError, load_checkpoint
 from parser.runtime.device import bound_kernel_cache, resolve_device
 from parser.runtime.io_atomic import atomic_write
@@ -276,11 +276,8 @@ def parse_raw_file(checkpoint: str | os.PathLike, tokenizer: str | os.PathLike,
     output_path = output_file(output_path, option="output", inputs=(
         input_path, checkpoint, tokenizer, *([tagger] if tagger else [])))
     torch_device = resolve_device(device)
-    model, vocabs, config = load_parser(checkpoint, device=torch_device)
-    if projective is not None:
-        model.projective = projective
-    if attach_to_units is not None:
-        model.unit_tags = upos_ids(list(attach_to_units), vocabs.upos, option="attach_to_units")
+    model, vocabs, config = load_decoder(checkpoint, device=torch_device, projective=projective,
+                                         attach_to_units=attach_to_units)
     if tagger is None and reads_upos(config):
         raise ValueError(f"checkpoint={checkpoint}: the parser reads UPOS tags; raw text needs "
                          "tagger=<tagger best.pt> too (parser-train-tagger trains one)")

@@ -5,7 +5,7 @@ file pipeline (:func:`predict_file`)."""
 
 from __future__ import annotations
 
-from parser.inference.loading import load_parser
+from parser.inference.loading import load_decoder, load_parser
 from parser.inference.parse import (
     Predictions,
     log_unknown_words,
@@ -19,6 +19,6 @@ from parser.inference.parse import (
 from parser.inference.predict import predict_file
 
 __all__ = [
-    "Predictions", "load_parser", "log_unknown_words", "missing_upos", "parse", "predict_file",
+    "Predictions", "load_decoder", "load_parser", "log_unknown_words", "missing_upos", "parse", "predict_file",
     "reads_upos", "tag_input", "unknown_words", "write_predictions",
 ]

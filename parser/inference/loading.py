@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -9,10 +10,10 @@ from omegaconf import OmegaConf
 
 from parser.config import ModelConfig
 from parser.data.vocab import Vocabularies
-from parser.models.parser_model import ParserModel, build_parser
+from parser.models.parser_model import ParserModel, build_parser, upos_ids
 from parser.runtime.checkpoint import CheckpointError, load_checkpoint
 
-__all__ = ["load_parser"]
+__all__ = ["load_decoder", "load_parser"]
 
 
 def load_parser(
@@ -30,3 +31,16 @@ def load_parser(
     model.load_state_dict(state["model"])
     return model.to(device).eval(), vocabs, config
 
+
+def load_decoder(checkpoint: str | Path, *, device: torch.device | str,
+                 projective: bool | None = None, attach_to_units: Sequence[str] | None = None,
+                 ) -> tuple[ParserModel, Vocabularies, dict]:
+    """:func:`load_parser` with the decoder options of ``parser-predict`` / ``parser-evaluate``
+    applied: ``projective`` overrides ``model.projective``, ``attach_to_units`` (UPOS names)
+    ``model.attach_to_units``; None keeps the checkpoint's."""
+    model, vocabs, config = load_parser(checkpoint, device=device)
+    if projective is not None:
+        model.projective = projective
+    if attach_to_units is not None:
+        model.unit_tags = upos_ids(list(attach_to_units), vocabs.upos, option="attach_to_units")
+    return model, vocabs, config

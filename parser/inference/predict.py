@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from parser.data.conllu_stream import chunked, stream_conllu, stream_tokenized
-from parser.inference.loading import load_parser
+from parser.inference.loading import load_decoder
 from parser.inference.parse import (
     parse,
     reads_upos,
@@ -19,7 +19,6 @@ from parser.inference.parse import (
     unknown_words,
     write_predictions,
 )
-from parser.models.parser_model import upos_ids
 from parser.runtime.device import bound_kernel_cache, resolve_device
 from parser.runtime.io_atomic import atomic_write
 from parser.runtime.user_files import input_file, output_file
@@ -92,11 +91,8 @@ def predict_file(
         total += len(sentence)
         missing += sum(tag is None for tag in sentence.upos)
     torch_device = resolve_device(device)
-    model, vocabs, config = load_parser(checkpoint, device=torch_device)
-    if projective is not None:
-        model.projective = projective
-    if attach_to_units is not None:
-        model.unit_tags = upos_ids(list(attach_to_units), vocabs.upos, option="attach_to_units")
+    model, vocabs, config = load_decoder(checkpoint, device=torch_device, projective=projective,
+                                         attach_to_units=attach_to_units)
     if tagger is None and missing and reads_upos(config):
         if missing == total:
             raise ValueError(

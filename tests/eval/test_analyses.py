@@ -78,6 +78,6 @@ def test_punct_attachment() -> None:
 def test_commands_print_gold_then_each_prediction(capsys: pytest.CaptureFixture) -> None:
     assert punct_attachment.main([str(GOLD), str(PRED)]) == 0
     out = capsys.readouterr().out
-    assert out.index(f"== {GOLD}") < out.index(f"== {PRED}")
+    assert out.index(f"== gold {GOLD}") < out.index(f"== {PRED}")  # the gold file labelled as such
     assert "PUNCT 3: correct 1 (33.3%), head adjacent 66.7%, head = the root word 0.0%, mean distance 1.33" in out
     assert direction_diagnosis.main([str(GOLD)]) == 2  # usage: no prediction given

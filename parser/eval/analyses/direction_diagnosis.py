@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from collections import Counter
 
-from parser.eval.analyses.paired import percent, read_pair, universal_relation
+from parser.eval.analyses.paired import percent, run_on_predictions, universal_relation
 
 __all__ = ["RELATIONS", "counts", "format_counts", "main"]
 
@@ -58,15 +58,8 @@ def format_counts(name: str, c: Counter) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) < 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    gold, *predictions = argv
-    print(format_counts(f"gold {gold}", counts(read_pair(gold, gold))))
-    for path in predictions:
-        print(format_counts(path, counts(read_pair(gold, path))))
-    return 0
+    return run_on_predictions(sys.argv[1:] if argv is None else argv, usage=__doc__,
+                              analyse=counts, report=format_counts)
 
 
 if __name__ == "__main__":

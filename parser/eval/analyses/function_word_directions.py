@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from collections import Counter
 
-from parser.eval.analyses.paired import percent, read_pair
+from parser.eval.analyses.paired import percent, run_on_predictions
 
 __all__ = ["TAGS", "format_sides", "main", "sides"]
 
@@ -43,15 +43,8 @@ def format_sides(name: str, c: Counter) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) < 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    gold, *predictions = argv
-    print(format_sides(f"gold {gold}", sides(read_pair(gold, gold))))
-    for path in predictions:
-        print(format_sides(path, sides(read_pair(gold, path))))
-    return 0
+    return run_on_predictions(sys.argv[1:] if argv is None else argv, usage=__doc__,
+                              analyse=sides, report=format_sides)
 
 
 if __name__ == "__main__":

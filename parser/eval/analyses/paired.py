@@ -8,10 +8,12 @@ both files are read with ``single_root=False``.
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Callable, Sequence
 
 from parser.data.conllu_io import Sentence, read_conllu
 
-__all__ = ["percent", "read_pair", "universal_relation"]
+__all__ = ["percent", "read_pair", "run_on_predictions", "universal_relation"]
 
 
 def read_pair(gold_path: str | os.PathLike, pred_path: str | os.PathLike) -> list[tuple[Sentence, Sentence]]:
@@ -35,3 +37,17 @@ def universal_relation(deprel: str | None) -> str:
 def percent(part: int, whole: int) -> float:
     """``100 * part / whole``; 0 for an empty whole (a file without such words)."""
     return 100 * part / whole if whole else 0.0
+
+
+def run_on_predictions(argv: Sequence[str], *, usage: str, analyse: Callable[[list], object],
+                       report: Callable[[str, object], str]) -> int:
+    """The command line of an analysis: ``GOLD PRED...``; the gold file against itself first, then
+    each prediction file, each printed by ``report(name, analyse(read_pair(gold, path)))``."""
+    if len(argv) < 2:
+        print(usage, file=sys.stderr)
+        return 2
+    gold, *predictions = argv
+    print(report(f"gold {gold}", analyse(read_pair(gold, gold))))
+    for path in predictions:
+        print(report(path, analyse(read_pair(gold, path))))
+    return 0

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 
-from parser.eval.analyses.paired import percent, read_pair
+from parser.eval.analyses.paired import percent, run_on_predictions
 
 __all__ = ["format_summary", "main", "summary"]
 
@@ -49,14 +49,8 @@ def format_summary(name: str, c: dict[str, int]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) < 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    gold = argv[0]
-    for path in argv:
-        print(format_summary(path, summary(read_pair(gold, path))))
-    return 0
+    return run_on_predictions(sys.argv[1:] if argv is None else argv, usage=__doc__,
+                              analyse=summary, report=format_summary)
 
 
 if __name__ == "__main__":
