@@ -30,15 +30,14 @@ from pathlib import Path
 
 import conllu
 import torch
-from omegaconf import OmegaConf
 
-from parser.config import ModelConfig
 from parser.data.conllu_io import Sentence, format_sentence
 from parser.data.vocab import Vocabularies
 from parser.inference import load_decoder, parse, reads_upos
 from parser.inference.confidence import confidence_annotations
+from parser.inference.loading import parser_from_state
 from parser.inference.predict import CELLS_PER_TOKEN
-from parser.models.parser_model import ParserModel, build_parser
+from parser.models.parser_model import ParserModel
 from parser.runtime.checkpoint import CheckpointError, load_checkpoint
 from parser.runtime.device import bound_kernel_cache, resolve_device
 from parser.runtime.io_atomic import atomic_write
@@ -63,20 +62,6 @@ __all__ = [
 ]
 
 KIND = "pipeline"
-
-
-def parser_from_state(state: dict, *, where: str) -> tuple[ParserModel, Vocabularies, dict]:
-    """The parser of a checkpoint dict (the ``model``, ``vocabs``, ``config`` entries
-    :func:`parser.inference.load_parser` reads from a file), in eval mode."""
-    for key in ("model", "vocabs", "config"):
-        if key not in state:
-            raise CheckpointError(f"{where}: no {key!r} entry; not a parser checkpoint")
-    config = state["config"]
-    vocabs = Vocabularies.from_state_dict(state["vocabs"])
-    model_cfg = OmegaConf.merge(OmegaConf.structured(ModelConfig), config["model"])
-    model = build_parser(model_cfg, vocabs.sizes(), upos=vocabs.upos)
-    model.load_state_dict(state["model"])
-    return model.eval(), vocabs, config
 
 
 def tagger_from_state(state: dict, *, where: str) -> TrainedTagger:

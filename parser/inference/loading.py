@@ -13,23 +13,34 @@ from parser.data.vocab import Vocabularies
 from parser.models.parser_model import ParserModel, build_parser, upos_ids
 from parser.runtime.checkpoint import CheckpointError, load_checkpoint
 
-__all__ = ["load_decoder", "load_parser"]
+__all__ = ["load_decoder", "load_parser", "parser_from_state"]
 
 
 def load_parser(
     path: str | Path, *, device: torch.device | str = "cpu"
 ) -> tuple[ParserModel, Vocabularies, dict]:
     """The model, vocabularies and resolved config stored in a checkpoint (eval mode)."""
-    state = load_checkpoint(path, map_location="cpu")
+    model, vocabs, config = parser_from_state(load_checkpoint(path, map_location="cpu"),
+                                              where=f"checkpoint {path}")
+    return model.to(device), vocabs, config
+
+
+def parser_from_state(state: dict, *, where: str) -> tuple[ParserModel, Vocabularies, dict]:
+    """The parser of a checkpoint dict (its ``model``, ``vocabs`` and ``config`` entries, and the
+    temperatures of a ``calibration`` entry when calibrated), in eval mode on the CPU."""
     for key in ("model", "vocabs", "config"):
         if key not in state:
-            raise CheckpointError(f"checkpoint {path}: no {key!r} entry; not a parser checkpoint")
+            raise CheckpointError(f"{where}: no {key!r} entry; not a parser checkpoint")
     config = state["config"]
     model_cfg = OmegaConf.merge(OmegaConf.structured(ModelConfig), config["model"])
     vocabs = Vocabularies.from_state_dict(state["vocabs"])
-    model = build_parser(model_cfg, vocabs.sizes(), upos=vocabs.upos, chars=vocabs.chars)
+    model = build_parser(model_cfg, vocabs.sizes(), upos=vocabs.upos, chars=vocabs.chars,
+                         rels=vocabs.rels)
     model.load_state_dict(state["model"])
-    return model.to(device).eval(), vocabs, config
+    calibration = state.get("calibration") or {}
+    model.arc_temperature = float(calibration.get("arc_temperature", 1.0))
+    model.label_temperature = float(calibration.get("label_temperature", 1.0))
+    return model.eval(), vocabs, config
 
 
 def load_decoder(checkpoint: str | Path, *, device: torch.device | str,

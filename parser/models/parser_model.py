@@ -20,10 +20,13 @@ from parser.constraints.spec import UPOS_TAGS
 from parser.data.batch import Batch
 from parser.data.vocab import ROOT, UNK, Vocab
 from parser.models.build import build_scorer, scorer_options
-from parser.models.edge_scores import CRF_KINDS, to_output
+from parser.models.edge_scores import CRF_KINDS, EdgeScores, to_output
+from parser.models.ud_rules import UDRules, choose_relations, constrain, parse_rules
 from parser.structs import ParserOutput, attach_to_units
 
-__all__ = ["ParserModel", "TaggedOutput", "build_parser", "reads_own_tags", "scorer_kwargs", "upos_ids"]
+__all__ = [
+    "ParserModel", "TaggedOutput", "build_parser", "reads_own_tags", "scorer_kwargs", "ud_rules_of", "upos_ids",
+]
 
 N_SPECIAL_TAGS = 3  # UPOS ids 0..2 (PAD, UNK, ROOT): never a word's tag
 
@@ -76,7 +79,8 @@ class ParserModel(nn.Module):
 
     def __init__(self, scorer: nn.Module, *, labels: str, single_root: bool, projective: bool = False,
                  crf: str = "matrix_tree", unit_tags: tuple[int, ...] = (),
-                 tag_loss_weight: float = 0.0, own_tags: bool = False) -> None:
+                 tag_loss_weight: float = 0.0, own_tags: bool = False,
+                 ud_rules: UDRules | None = None) -> None:
         super().__init__()
         self.tag_loss_weight = float(tag_loss_weight)
         self.own_tags = own_tags  # the head's tags everywhere, not only where the data has none
@@ -90,14 +94,33 @@ class ParserModel(nn.Module):
         self.projective = projective
         self.crf = crf
         self.unit_tags = tuple(unit_tags)  # UPOS ids re-attached after decoding (attach_to_units)
+        # Prediction-time only (eval mode): UD rules on the scores (parser.models.ud_rules) and
+        # the temperatures of arc and relation scores fitted on dev (calibration).
+        self.ud_rules = ud_rules
+        self.arc_temperature = 1.0
+        self.label_temperature = 1.0
 
     def forward(self, batch: Batch) -> ParserOutput:
         edge_scores = self.scorer(batch)
+        if not self.training:
+            edge_scores = self.for_prediction(edge_scores)
         out = to_output(edge_scores, batch.lengths, labels=self.labels, single_root=self.single_root,
                         crf=self.crf)
         if edge_scores.tags is None:
             return out
         return self._tagged(out, edge_scores.tags, batch)
+
+    def for_prediction(self, edge_scores: EdgeScores) -> EdgeScores:
+        """The scores a trained parser predicts from: divided by the calibration temperatures,
+        then masked by the UD rules (so that the argmax, marginals, k-best trees and samples obey
+        them)."""
+        if self.arc_temperature != 1.0 or self.label_temperature != 1.0:
+            labels = edge_scores.labels
+            edge_scores = EdgeScores(
+                arcs=edge_scores.arcs / self.arc_temperature,
+                labels=None if labels is None else labels / self.label_temperature,
+                tags=edge_scores.tags)
+        return constrain(edge_scores, self.ud_rules, labels=self.labels)
 
     def _tagged(self, out: ParserOutput, tag_scores: Tensor, batch: Batch) -> TaggedOutput:
         guess = tag_scores[..., N_SPECIAL_TAGS:].argmax(-1) + N_SPECIAL_TAGS
@@ -132,26 +155,42 @@ class ParserModel(nn.Module):
                 raise ValueError("ParserModel.decode: attach_to_units needs the batch's UPOS (upos=)")
             marked = torch.isin(upos, torch.tensor(self.unit_tags, device=upos.device))
             heads = attach_to_units(heads, out.dist.lengths, marked)
-        if isinstance(best, tuple):  # joint labels: the best label on each (possibly moved) arc
-            return (best if not self.unit_tags else (heads, out.dist.arc_labels(heads)))
-        if out.label_scores is None:
-            return heads, None
-        index = heads.clamp(min=0)[..., None, None].expand(*heads.shape, 1, out.label_scores.shape[-1])
-        on_arc = out.label_scores.gather(2, index).squeeze(2)  # [B, dep, L]
-        on_arc = on_arc.clone()
+        return heads, self.relations(out, heads)
+
+    @torch.no_grad()
+    def relations(self, out: ParserOutput, heads: Tensor) -> Tensor | None:
+        """Relations ``[B, N+1]`` of the trees ``heads`` (None for an unlabeled model): each word's
+        best relation on its arc (a classifier's best non-special one), except that the UD rules'
+        one-subject / one-object limits choose each head's relations jointly
+        (:func:`parser.models.ud_rules.choose_relations`)."""
+        dist = out.dist
+        if out.label_scores is not None:
+            scores = out.label_scores
+        elif getattr(dist, "labeled", False):
+            scores = dist.labeled_scores
+        else:
+            return None
+        index = heads.clamp(min=0)[..., None, None].expand(*heads.shape, 1, scores.shape[-1])
+        on_arc = scores.gather(2, index).squeeze(2).clone()  # [B, dep, L]
         on_arc[..., :N_SPECIAL_RELS] = float("-inf")
-        return heads, on_arc.argmax(-1)
+        size = heads.shape[1]
+        words = (torch.arange(size, device=heads.device)[None, :] >= 1) & (
+            torch.arange(size, device=heads.device)[None, :] <= dist.lengths[:, None])
+        chosen = choose_relations(on_arc, heads, words, self.ud_rules)
+        return chosen.masked_fill(~words, 0)
 
 
 def build_parser(
     cfg: ModelConfig, sizes: Mapping[str, int], *, upos: Vocab | None = None,
-    chars: Vocab | None = None,
+    chars: Vocab | None = None, rels: Vocab | None = None,
 ) -> ParserModel:
     """A fresh parser for vocabularies of ``sizes`` (``words``, ``chars``, ``upos``, ``rels``).
 
     ``upos``, the UPOS vocabulary, maps the tag names of ``distance_prior_exempt`` and
     ``attach_to_units`` to ids; it is needed only when those lists are not empty. ``chars``,
     the character vocabulary, spells the words for a transformer encoder (needed only then).
+    ``rels``, the relation vocabulary, names the relations of ``model.ud_rules`` (without it, no
+    UD rule applies).
     """
     options = scorer_kwargs(cfg)
     upos_input = UposInput(_get(cfg, "upos_input", UposInput.gold))
@@ -191,7 +230,18 @@ def build_parser(
     unit_tags = upos_ids(cfg.attach_to_units, upos, option="model.attach_to_units")
     return ParserModel(scorer, labels=LabelMode(cfg.labels).value, single_root=cfg.single_root,
                        projective=cfg.projective, crf=cfg.crf, unit_tags=unit_tags,
-                       tag_loss_weight=tag_loss_weight, own_tags=upos_input is not UposInput.gold)
+                       tag_loss_weight=tag_loss_weight, own_tags=upos_input is not UposInput.gold,
+                       ud_rules=ud_rules_of(_get(cfg, "ud_rules", ()), rels))
+
+
+def ud_rules_of(names: Any, rels: Vocab | None) -> UDRules | None:
+    """The UD rules ``names`` (``all``/``none``/a list, :func:`parser.models.ud_rules.parse_rules`)
+    over the relation vocabulary ``rels``; None without one."""
+    if rels is None:
+        return None
+    if OmegaConf.is_config(names):
+        names = OmegaConf.to_container(names)
+    return UDRules.from_vocab(rels, parse_rules(names if names is not None else "none"))
 
 
 def _get(cfg: ModelConfig | Mapping[str, Any], key: str, default: Any) -> Any:

@@ -104,7 +104,8 @@ class Trainer:
             for split in (self.data.dev, self.data.test):
                 if split is not None:
                     log_unknown_words(split.sentences, self.vocabs, name=split.path)
-        self.model: ParserModel = build_parser(cfg.model, self.vocabs.sizes(), upos=self.vocabs.upos, chars=self.vocabs.chars).to(self.device)
+        self.model: ParserModel = build_parser(
+            cfg.model, self.vocabs.sizes(), upos=self.vocabs.upos, chars=self.vocabs.chars, rels=self.vocabs.rels).to(self.device)
         objective = build_training_objective(
             cfg.objective.terms, vocabs=self.vocabs, labeled=self.data.labeled, device=self.device
         )

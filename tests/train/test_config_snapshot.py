@@ -45,7 +45,7 @@ MIGRATION: dict[str, list[str]] = {
 SWEEPS = {f"ge_alone{suffix}": "treebanks" for suffix in
           ("", "_clauses", "_coordination", "_harmony", "_harmony_punct", "_structural", "_tuned")}
 NEW_KEYS = ("family", "data.unlabeled_split", "data.short_max_length",  # added to the schema
-            "model.encoder", "model.upos_input", "model.tag_loss_weight")
+            "model.encoder", "model.upos_input", "model.tag_loss_weight", "model.ud_rules")
 
 
 def migrate(overrides: list[str]) -> list[str]:
