@@ -29,6 +29,25 @@ Confidence: ``confidence=true`` adds, from the model's tree CRF, each word's mar
 of the head written and of its relation given that head to MISC (``HeadProb=0.9700|DeprelProb=
 0.9100``, beside what MISC holds) and per sentence the comments ``# tree_logprob``, ``#
 tree_entropy`` and ``# expected_correct`` (the sum of the written arcs' marginals).
+
+Alternatives (only a tree CRF gives them; :mod:`parser.inference.alternatives`, output format
+:mod:`parser.inference.write_trees`):
+
+    parser-predict checkpoint=.../best.pt input=in.conllu output=kbest.conllu kbest=5
+    parser-predict checkpoint=.../best.pt input=in.conllu output=samples.conllu samples=10 seed=1
+    parser-predict checkpoint=.../best.pt input=partial.conllu output=rest.conllu keep_heads=given
+
+``kbest=K``: the K most probable trees of each sentence, best first, each written as the whole
+sentence with ``# tree_rank = r``, ``# tree_prob = p`` and ``# sent_id = <sent_id>/r`` (fewer
+blocks for a sentence with fewer trees). ``samples=K seed=S``: K trees drawn exactly from the
+model's distribution, written alike with ``# sample = i``; the same seed gives the same samples
+whatever the batching. ``keep_heads=given``: every word whose HEAD the input gives keeps it (and
+its DEPREL, when given) and the other words are parsed: the best tree, the k best or the samples
+of the distribution restricted to trees with the given arcs, and the ``confidence=true``
+marginals under it (1 on the kept arcs). A sentence whose given heads admit no tree (a cycle,
+several roots, a head out of range, or arcs the model's UD rules forbid) is written as read with
+``# parse_error = ...`` naming the words, a warning names it, and the others are parsed; the
+command still succeeds. ``kbest`` and ``samples`` exclude each other.
 """
 
 from __future__ import annotations
@@ -58,6 +77,10 @@ OPTIONS = {
     "keep_deps": "false",  # true: keep the input's DEPS column (default: '_', as HEAD is new)
     "chunk_size": "1000",  # sentences read, parsed and written at a time (bounds memory)
     "confidence": "false",  # true: HeadProb/DeprelProb in MISC, tree_logprob/tree_entropy/expected_correct comments
+    "kbest": "0",  # K > 0: the K best trees per sentence (# tree_rank, # tree_prob)
+    "samples": "0",  # K > 0: K trees sampled per sentence (# sample, # tree_prob), with seed=
+    "seed": "0",  # the samples' seed (per sentence: batching does not change them)
+    "keep_heads": "none",  # given: keep the input's HEAD (and DEPREL) where given, parse the rest
 }
 
 
@@ -69,7 +92,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: dict) -> str:
+    alternatives = {"kbest": _count(args["kbest"], option="kbest"),
+                    "samples": _count(args["samples"], option="samples"),
+                    "seed": _integer(args["seed"], option="seed"), "keep_heads": args["keep_heads"]}
     if args["tokenizer"]:
+        if alternatives["kbest"] or alternatives["samples"] or args["keep_heads"] != "none":
+            raise ValueError("kbest=, samples= and keep_heads= read CoNLL-U or tokenised text: "
+                             "without tokenizer= (Pipeline.parse gives them for raw text)")
         count = parse_raw_file(
             args["checkpoint"], args["tokenizer"], args["input"], args["output"],
             tagger=args["tagger"], device=args["device"],
@@ -85,7 +114,7 @@ def _run(args: dict) -> str:
         keep_deps=parse_bool(args["keep_deps"], option="keep_deps"),
         chunk_size=_positive_int(args["chunk_size"], option="chunk_size"),
         confidence=parse_bool(args["confidence"], option="confidence"),
-        **decoder_overrides(args),
+        **alternatives, **decoder_overrides(args),
     )
     return f"parsed {count} sentences -> {args['output']}"
 
@@ -104,6 +133,27 @@ def _positive_int(value: str, *, option: str) -> int:
         number = 0
     if number < 1:
         raise ValueError(f"{option}={value}: expected a positive integer")
+    return number
+
+
+def _integer(value: str, *, option: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"{option}={value}: expected an integer") from None
+
+
+def _count(value: str, *, option: str) -> int:
+    """``"5"`` -> 5; ``"0"`` -> 0 (off); negative or not an integer: ValueError naming ``option``.
+
+    >>> _count("-1", option="kbest")
+    Traceback (most recent call last):
+    ...
+    ValueError: kbest=-1: expected an integer >= 0
+    """
+    number = _integer(value, option=option)
+    if number < 0:
+        raise ValueError(f"{option}={value}: expected an integer >= 0")
     return number
 
 

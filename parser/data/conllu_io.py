@@ -151,14 +151,16 @@ def read_conllu(path: str | os.PathLike, *, on_invalid: Literal["raise", "skip"]
 
 def parse_sentences(numbered_blocks: Iterable[tuple[int, list[str]]], name: str, *,
                     on_invalid: Literal["raise", "skip"], require_trees: bool, single_root: bool,
-                    skipped: list[ConlluError]) -> Iterator[Sentence]:
+                    skipped: list[ConlluError], check_heads: bool = True) -> Iterator[Sentence]:
     """The sentences of ``(first line, lines)`` blocks of file ``name``, validated; with
     ``on_invalid="skip"`` a malformed one is appended to ``skipped`` instead of raised (shared by
-    the whole-file and the streaming reader)."""
+    the whole-file and the streaming reader); ``check_heads``: see
+    :func:`parser.data.validate.parse_rows`."""
     for first_line, lines in numbered_blocks:
         try:
             rows = parse_rows(lines, path=name, first_line=first_line,
-                              require_trees=require_trees, single_root=single_root)
+                              require_trees=require_trees, single_root=single_root,
+                              check_heads=check_heads)
         except ConlluError as error:
             if on_invalid == "raise":
                 raise

@@ -87,13 +87,15 @@ class Rows:
 
 
 def parse_rows(lines: list[str], *, path: str, first_line: int, require_trees: bool = True,
-               single_root: bool = True) -> Rows:
+               single_root: bool = True, check_heads: bool = True) -> Rows:
     """Parse and validate one sentence's raw ``lines`` (comments included, no newlines).
 
     ``first_line`` is the 1-based file line of ``lines[0]``. ``require_trees``: every HEAD must
     be annotated; otherwise ``_`` is allowed (unlabeled or partially annotated text).
     ``single_root``: at most one word may attach to ROOT, and exactly one in a complete tree.
-    Raises :class:`ConlluError` naming the line and the problem.
+    ``check_heads=False``: HEAD must still be an integer or ``_``, but the heads may form no tree
+    (out of range, self-loops, several roots, cycles): for ``parser-predict keep_heads=given``,
+    which reports such a sentence itself and parses the others. Raises :class:`ConlluError` naming the line and the problem.
     """
     rows = Rows([], [], [], [], [], [], [])
     seen_token = False
@@ -146,7 +148,8 @@ def parse_rows(lines: list[str], *, path: str, first_line: int, require_trees: b
     if range_end > n:
         raise ConlluError(path, first_line, f"multiword token ends at word {range_end} "
                                             f"but the sentence has {n} words")
-    _check_heads(rows, path=path, first_line=first_line, single_root=single_root)
+    if check_heads:
+        _check_heads(rows, path=path, first_line=first_line, single_root=single_root)
     return rows
 
 

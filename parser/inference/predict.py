@@ -9,7 +9,10 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
+from parser.data.conllu_io import Sentence
 from parser.data.conllu_stream import chunked, stream_conllu, stream_tokenized
+from parser.inference.alternatives import parse_alternatives
+from parser.inference.fixed_arcs import given_heads
 from parser.inference.loading import load_decoder
 from parser.inference.parse import (
     parse,
@@ -19,6 +22,7 @@ from parser.inference.parse import (
     unknown_words,
     write_predictions,
 )
+from parser.inference.write_trees import tree_blocks
 from parser.runtime.device import bound_kernel_cache, resolve_device
 from parser.runtime.io_atomic import atomic_write
 from parser.runtime.user_files import input_file, output_file
@@ -51,6 +55,10 @@ def predict_file(
     keep_deps: bool = False,
     chunk_size: int = 1000,
     confidence: bool = False,
+    kbest: int = 0,
+    samples: int = 0,
+    seed: int = 0,
+    keep_heads: str = "none",
 ) -> int:
     """Parse ``input_path`` with the model of ``checkpoint``, write ``output_path`` (atomically);
     ``tagger`` tags it first where UPOS is missing, or everywhere when ``retag`` (see the module
@@ -61,7 +69,12 @@ def predict_file(
     is read twice, checked then parsed ``chunk_size`` sentences at a time, so memory does not grow
     with its length. ``confidence``: the tree CRF's marginals of each word's head and relation in
     MISC and the tree's log-probability, entropy and expected correct heads as comments
-    (:mod:`parser.inference.confidence`). Returns the number of sentences written."""
+    (:mod:`parser.inference.confidence`). ``kbest``: the k best trees of each sentence;
+    ``samples`` (with ``seed``): trees sampled from the model; ``keep_heads="given"``: the input's
+    annotated heads (and their relations) kept, the other words parsed (:mod:`.alternatives`,
+    output format: :mod:`.write_trees`); a sentence whose given heads admit no tree is written
+    as read with ``# parse_error``, and counted in a warning. Returns the number of sentences
+    read."""
     bound_kernel_cache()
     # Every path checked before the model loads; the output replaces nothing until it is whole.
     input_path = input_file(input_path, option="input")
@@ -75,12 +88,18 @@ def predict_file(
         raise ValueError(f"format={format!r}: expected auto, conllu or text")
     if on_invalid not in ("error", "skip"):
         raise ValueError(f"on_invalid={on_invalid!r}: expected error or skip")
+    if keep_heads not in ("none", "given"):
+        raise ValueError(f"keep_heads={keep_heads!r}: expected none or given")
+    if kbest < 0 or samples < 0 or (kbest and samples):
+        raise ValueError(f"kbest={kbest}, samples={samples}: expected one of them (>= 1), or neither")
+    alternatives = bool(kbest or samples or keep_heads == "given")
     is_conllu = format == "conllu" or (format == "auto" and input_path.suffix in (".conllu", ".conll"))
 
     def sentences(*, report: bool):  # read anew on each call, one sentence at a time
         if is_conllu:
             return stream_conllu(input_path, on_invalid="raise" if on_invalid == "error" else "skip",
-                                 require_trees=False, report=report)
+                                 require_trees=False, report=report,
+                                 check_heads=keep_heads != "given")  # reported per sentence
         return stream_tokenized(input_path)
 
     # First pass: the whole input checked (a bad line fails now, before the model loads) and
@@ -113,7 +132,7 @@ def predict_file(
                  input_path)
     # Second pass: read, tag, parse and write chunk by chunk, in input order; the output
     # replaces nothing until it is whole (atomic write).
-    unknown = 0
+    unknown = position = refused = 0
     with atomic_write(output_path) as out:
         for chunk in chunked(sentences(report=False), chunk_size):
             words, upos = chunk, None
@@ -121,9 +140,44 @@ def predict_file(
                 words, upos = tag_input(chunk, trained_tagger, retag=retag,
                                         tokens_per_batch=tokens_per_batch)
             unknown += unknown_words(words, vocabs)[0]
+            if alternatives:
+                refused += _write_alternatives(
+                    model, chunk, words, vocabs, out, upos=upos, position=position,
+                    tokens_per_batch=tokens_per_batch, device=torch_device, kbest=kbest,
+                    samples=samples, seed=seed, keep_heads=keep_heads, confidence=confidence,
+                    keep_deps=keep_deps, name=str(input_path))
+                position += len(chunk)
+                continue
             predictions = parse(model, words, vocabs, tokens_per_batch=tokens_per_batch,
                                 cells_per_batch=CELLS_PER_TOKEN * tokens_per_batch,
                                 device=torch_device, score=False, confidence=confidence)
             write_predictions(chunk, predictions, out, upos=upos, keep_deps=keep_deps)
     report_unknown_words(unknown, total, name=str(input_path))
+    if refused:
+        log.warning("%s: %d of %d sentences refused (their given heads admit no tree): written as "
+                    "read, with a '# parse_error' comment", input_path, refused, count)
     return count
+
+
+def _write_alternatives(model, chunk: list[Sentence], words: list[Sentence], vocabs, out, *,
+                        upos, position: int, tokens_per_batch: int, device, kbest: int,
+                        samples: int, seed: int, keep_heads: str, confidence: bool,
+                        keep_deps: bool, name: str) -> int:
+    """Parse and write one chunk with :func:`parse_alternatives`; returns the sentences refused."""
+    constraints = [given_heads(s) for s in chunk] if keep_heads == "given" else None
+    entries = parse_alternatives(
+        model, words, vocabs, tokens_per_batch=tokens_per_batch,
+        cells_per_batch=CELLS_PER_TOKEN * tokens_per_batch, device=device, kbest=kbest,
+        samples=samples, seed=seed, constraints=constraints, confidence=confidence,
+        first_position=position)
+    mode = "kbest" if kbest else "samples" if samples else "best"
+    refused = 0
+    for j, (sentence, entry) in enumerate(zip(chunk, entries)):
+        if entry.error is not None:
+            refused += 1
+            log.warning("%s: sentence %s (line %d): keep_heads=given refused: %s", name,
+                        sentence.sent_id or position + j + 1, sentence.line, entry.error)
+        for block in tree_blocks(sentence, entry, position=position + j, mode=mode,
+                                 upos=None if upos is None else upos[j], keep_deps=keep_deps):
+            out.write(block)
+    return refused

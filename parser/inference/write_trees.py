@@ -1,0 +1,85 @@
+"""CoNLL-U blocks of :func:`parser.inference.alternatives.parse_alternatives`' trees.
+
+- k-best (``kbest=K``): K blocks per sentence, best first, each the full sentence (same words,
+  comments and other columns) with that tree's HEAD/DEPREL, ``# tree_rank = r`` (1-based) and
+  ``# tree_prob = p`` (the tree's probability, 6 significant digits).
+- samples (``samples=K``): the same with ``# sample = i`` (1-based, in draw order).
+- In both, ``# sent_id`` becomes ``<sent_id>/<r>`` (rank or sample number) so that ids stay
+  unique; a sentence without one gets ``<its 1-based position in the input>/<r>``.
+- A sentence whose fixed arcs admit no tree is written once, as read (no column changed), with
+  ``# parse_error = ...`` saying why and naming the words.
+
+``confidence`` adds to every tree what :mod:`parser.inference.confidence` writes for the best one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+
+from parser.data.conllu_io import Sentence, format_sentence
+from parser.inference.alternatives import SentenceTrees, Tree
+from parser.inference.confidence import confidence_annotations
+
+__all__ = ["tree_blocks", "tree_prob"]
+
+MODES = ("best", "kbest", "samples")
+
+
+def tree_prob(log_prob: float) -> str:
+    """A tree's probability as written in ``# tree_prob``.
+
+    >>> tree_prob(-0.10536051565782628), tree_prob(-50.0), tree_prob(float("-inf"))
+    ('0.9', '1.92875e-22', '0')
+    """
+    return f"{math.exp(log_prob):.6g}"
+
+
+def tree_blocks(sentence: Sentence, entry: SentenceTrees, *, position: int, mode: str,
+                upos: Sequence[str | None] | None = None, keep_deps: bool = False) -> Iterator[str]:
+    """The blocks of one sentence (``position``: its 0-based place in the input); ``mode``:
+    ``best`` (one block, as ``parser-predict`` writes), ``kbest`` or ``samples``; ``upos``: the
+    UPOS column to write (a tagger's), else the parser's own tags when it has them."""
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r}: expected one of {', '.join(MODES)}")
+    if entry.error is not None:
+        yield format_sentence(sentence, comments={"parse_error": _one_line(entry.error)})
+        return
+    if upos is None:
+        upos = entry.upos
+    for rank, tree in enumerate(entry.trees, start=1):
+        comments: dict[str, str] = {}
+        shown = sentence
+        if mode != "best":
+            shown = _renamed(sentence, f"{sentence.sent_id or position + 1}/{rank}")
+            comments["tree_rank" if mode == "kbest" else "sample"] = str(rank)
+            comments["tree_prob"] = tree_prob(tree.log_prob)
+        misc = None
+        if tree.confidence is not None:
+            [misc], [extra] = confidence_annotations([tree.confidence])
+            comments.update(extra)
+        yield _block(shown, tree, upos=upos, keep_deps=keep_deps, misc=misc, comments=comments)
+
+
+def _block(sentence: Sentence, tree: Tree, *, upos, keep_deps: bool, misc, comments) -> str:
+    return format_sentence(sentence, heads=tree.heads, deprels=tree.deprels, upos=upos,
+                           clear_deps=not keep_deps, misc=misc, comments=comments or None)
+
+
+def _renamed(sentence: Sentence, sent_id: str) -> Sentence:
+    """``sentence`` with ``# sent_id = sent_id`` in place of its own (or first, when it has none)."""
+    lines = list(sentence.lines)
+    for i, raw in enumerate(lines):
+        if not raw.startswith("#"):
+            break
+        name, sep, _ = raw[1:].partition("=")
+        if sep and name.strip() == "sent_id":
+            lines[i] = f"# sent_id = {sent_id}"
+            return replace(sentence, lines=lines)
+    return replace(sentence, lines=[f"# sent_id = {sent_id}", *lines],
+                   word_rows=[row + 1 for row in sentence.word_rows])
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
