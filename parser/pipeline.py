@@ -23,9 +23,10 @@ with a ``threading.Lock``; both are tested.
 from __future__ import annotations
 
 import io
+import logging
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import conllu
@@ -34,9 +35,12 @@ import torch
 from parser.data.conllu_io import Sentence, format_sentence
 from parser.data.vocab import Vocabularies
 from parser.inference import load_decoder, parse, reads_upos
+from parser.inference.alternatives import parse_alternatives
 from parser.inference.confidence import confidence_annotations
+from parser.inference.fixed_arcs import ArcConstraints
 from parser.inference.loading import parser_from_state
 from parser.inference.predict import CELLS_PER_TOKEN
+from parser.inference.write_trees import tree_blocks
 from parser.models.parser_model import ParserModel
 from parser.runtime.checkpoint import CheckpointError, load_checkpoint
 from parser.runtime.device import bound_kernel_cache, resolve_device
@@ -62,6 +66,8 @@ __all__ = [
 ]
 
 KIND = "pipeline"
+
+log = logging.getLogger(__name__)
 
 
 def tagger_from_state(state: dict, *, where: str) -> TrainedTagger:
@@ -154,13 +160,19 @@ class Pipeline:
 
     # --- Sentence objects -> parsed CoNLL-U -----------------------------------------------------
 
-    def _annotate(self, sentences: list[Sentence]) -> Iterator[str]:
-        """CoNLL-U blocks of ``sentences`` with UPOS, HEAD and DEPREL filled."""
+    def _annotate(self, sentences: list[Sentence], *, alternatives: _Alternatives | None = None,
+                  position: int = 0) -> Iterator[str]:
+        """CoNLL-U blocks of ``sentences`` with UPOS, HEAD and DEPREL filled (``position``: the
+        input position of ``sentences[0]``)."""
         upos = None
+        written = sentences  # as read: the tags are written through upos=
         # UPOS from the tagger; a parser with its own tagging head (joint tags) needs none
         if self.tagger is not None:
             upos = tag_sentences(self.tagger, sentences, tokens_per_batch=self.batch_size)
             sentences = [replace(s, upos=list(tags)) for s, tags in zip(sentences, upos)]
+        if alternatives is not None:
+            yield from self._alternatives(written, sentences, upos, alternatives, position=position)
+            return
         predictions = parse(self.model, sentences, self.vocabs, tokens_per_batch=self.batch_size,
                             cells_per_batch=CELLS_PER_TOKEN * self.batch_size,
                             device=self.device, score=False, confidence=self.confidence)
@@ -176,27 +188,74 @@ class Pipeline:
                                   misc=None if misc is None else misc[i],
                                   comments=None if comments is None else comments[i])
 
-    def _chunks(self, sentences: Iterable[Sentence]) -> Iterator[str]:
+    def _alternatives(self, written: list[Sentence], sentences: list[Sentence],
+                      upos: list[list[str]] | None, options: _Alternatives, *,
+                      position: int) -> Iterator[str]:
+        """Blocks of the k best trees, samples or constrained trees (:mod:`parser.inference.alternatives`)."""
+        constraints = options.constraints
+        if constraints is not None:
+            constraints = constraints[position : position + len(sentences)]
+        entries = parse_alternatives(
+            self.model, sentences, self.vocabs, tokens_per_batch=self.batch_size,
+            cells_per_batch=CELLS_PER_TOKEN * self.batch_size, device=self.device,
+            kbest=options.kbest, samples=options.samples, seed=options.seed,
+            constraints=constraints, confidence=self.confidence, first_position=position)
+        mode = "kbest" if options.kbest else "samples" if options.samples else "best"
+        for j, (sentence, entry) in enumerate(zip(written, entries)):
+            if entry.error is not None:
+                log.warning("sentence %d: required/forbidden arcs refused: %s", position + j + 1,
+                            entry.error)
+            yield from tree_blocks(sentence, entry, position=position + j, mode=mode,
+                                   upos=None if upos is None else upos[j])
+
+    def _chunks(self, sentences: Iterable[Sentence], *,
+                alternatives: _Alternatives | None = None) -> Iterator[str]:
         chunk: list[Sentence] = []
+        position = 0
         for sentence in sentences:
             chunk.append(sentence)
             if len(chunk) >= self.chunk_sentences:
-                yield from self._annotate(chunk)
+                yield from self._annotate(chunk, alternatives=alternatives, position=position)
+                position += len(chunk)
                 chunk = []
         if chunk:
-            yield from self._annotate(chunk)
+            yield from self._annotate(chunk, alternatives=alternatives, position=position)
 
     @torch.no_grad()
-    def parse(self, text: str | Sequence[Sequence[str]]) -> list[conllu.TokenList]:
+    def parse(self, text: str | Sequence[Sequence[str]], *, kbest: int = 0, samples: int = 0,
+              seed: int = 0, required: Sequence[Iterable[tuple[int, int]]] | None = None,
+              forbidden: Sequence[Iterable[tuple[int, int]]] | None = None,
+              ) -> list[conllu.TokenList]:
         """Parse raw text (``str``: paragraphs separated by blank lines, tokenised and split into
         sentences by the pipeline's tokenizer) or pre-tokenised sentences (a list of lists of
-        words, parsed as given). One ``TokenList`` per sentence."""
+        words, parsed as given). One ``TokenList`` per sentence, or with these options (the tree
+        CRF's; ``parser-predict`` has the same, :mod:`parser.inference.alternatives`):
+
+        - ``kbest=K``: the K best trees of each sentence, K ``TokenList`` per sentence in one flat
+          list, best first, with metadata ``tree_rank``, ``tree_prob`` and ``sent_id`` =
+          ``<sentence number>/<rank>``;
+        - ``samples=K, seed=S``: K sampled trees per sentence (metadata ``sample``, ``tree_prob``);
+        - ``required`` / ``forbidden`` (pre-tokenised input only): per sentence, ``(dep, head)``
+          word-id pairs (1-based, head 0 = ROOT) that every tree must contain / avoid. A
+          sentence whose arcs admit no tree comes back unparsed with metadata ``parse_error``
+          naming the words (and a logged warning); the others are parsed.
+        """
+        constraints = None
         if isinstance(text, str):
+            if required is not None or forbidden is not None:
+                raise ValueError("Pipeline.parse: required= / forbidden= name words, so they need "
+                                 "pre-tokenised sentences (lists of words), not raw text")
             sentences = self._raw_sentences(split_paragraphs(text), path="<text>")
         else:
+            text = list(text)
+            constraints = _constraints(len(text), required=required, forbidden=forbidden)
             sentences = self._tokenised(text, path="<sentences>")
+        alternatives = None
+        if kbest or samples or constraints is not None:
+            alternatives = _Alternatives(kbest=kbest, samples=samples, seed=seed,
+                                         constraints=constraints)
         return [conllu.parse_token_and_metadata(block.rstrip("\n"))
-                for block in self._chunks(sentences)]
+                for block in self._chunks(sentences, alternatives=alternatives)]
 
     @torch.no_grad()
     def parse_file(self, input_path: str | os.PathLike, output_path: str | os.PathLike, *,
@@ -228,6 +287,29 @@ class Pipeline:
         for sentence in sentences:
             buffer.write(sentence.serialize())
         return buffer.getvalue()
+
+
+@dataclass(frozen=True)
+class _Alternatives:
+    """``Pipeline.parse``'s tree CRF options."""
+
+    kbest: int = 0
+    samples: int = 0
+    seed: int = 0
+    constraints: list[ArcConstraints] | None = None
+
+
+def _constraints(count: int, *, required, forbidden) -> list[ArcConstraints] | None:
+    """One :class:`ArcConstraints` per sentence from ``required`` / ``forbidden`` (None: none)."""
+    if required is None and forbidden is None:
+        return None
+    for name, given in (("required", required), ("forbidden", forbidden)):
+        if given is not None and len(given) != count:
+            raise ValueError(f"Pipeline.parse: {name}= has {len(given)} entries for {count} "
+                             "sentences (one set of (dep, head) pairs per sentence)")
+    return [ArcConstraints.of(required=required[i] if required is not None else (),
+                              forbidden=forbidden[i] if forbidden is not None else ())
+            for i in range(count)]
 
 
 def refuse_untokenised(input_path: str | os.PathLike, *, format: str = "auto") -> None:
