@@ -124,13 +124,15 @@ class Treebank:
 
 
 def read_conllu(path: str | os.PathLike, *, on_invalid: Literal["raise", "skip"] = "raise",
-                require_trees: bool = True, single_root: bool = True) -> Treebank:
+                require_trees: bool = True, single_root: bool = True,
+                check_heads: bool = True) -> Treebank:
     """Read and validate a CoNLL-U file.
 
     on_invalid:    ``"raise"`` the first malformed sentence's :class:`ConlluError`, or
                    ``"skip"`` malformed sentences (counted in ``Treebank.skipped`` and logged).
     require_trees: every HEAD annotated; False allows ``_`` heads (unlabeled text).
     single_root:   exactly one word attached to ROOT (UD); False allows several.
+    check_heads:   False accepts integer heads that form no tree (out of range, cycles, ...).
     """
     if on_invalid not in ("raise", "skip"):
         raise ValueError(f"on_invalid must be 'raise' or 'skip', got {on_invalid!r}")
@@ -140,7 +142,7 @@ def read_conllu(path: str | os.PathLike, *, on_invalid: Literal["raise", "skip"]
     skipped: list[ConlluError] = []
     sentences = list(parse_sentences(_blocks(text), name, on_invalid=on_invalid,
                                      require_trees=require_trees, single_root=single_root,
-                                     skipped=skipped))
+                                     skipped=skipped, check_heads=check_heads))
     if skipped:
         log.warning("%s: skipped %d malformed sentence(s) of %d; first: %s", name, len(skipped),
                     len(skipped) + len(sentences), skipped[0])
