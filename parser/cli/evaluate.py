@@ -71,6 +71,7 @@ OPTIONS = {
     "tagger": None,  # parse with this tagger's UPOS instead of the gold ones
     "projective": None,  # true | false: decoder of checkpoint= (default: the checkpoint's model.projective)
     "attach_to_units": None,  # PUNCT,CCONJ | none: UD punct/cc re-attachment (default: the checkpoint's)
+    "ud_rules": None,  # all | none | rule names (parser.models.ud_rules; default: the checkpoint's)
     "pipeline": None,  # a pipeline file: parse the split's raw text (parser.cli.evaluate_raw)
 }
 
