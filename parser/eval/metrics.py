@@ -18,6 +18,8 @@ position 0 is ROOT and ignored, positions beyond ``lengths[b]`` are padding and 
 >>> scores = metric.compute()
 >>> round(scores["uas"], 2), round(scores["las"], 2), scores["n_words"]
 (66.67, 66.67, 3)
+>>> metric.sentence_counts().tolist()  # per sentence: words, heads right, heads and labels right
+[[3, 2, 2]]
 """
 
 from __future__ import annotations

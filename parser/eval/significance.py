@@ -81,11 +81,15 @@ def paired_bootstrap(words: np.ndarray, correct_a: np.ndarray, correct_b: np.nda
     rng = np.random.default_rng(seed)
     deltas = np.empty((samples, diff.shape[1]))
     not_better = np.zeros(diff.shape[1], dtype=np.int64)
+    # [S, 1 + M] as float64 for BLAS; every sum stays an integer far below 2**53, so exact.
+    columns = np.column_stack([words, diff]).astype(np.float64)
     for start, rows in _chunks(samples, n):
         picked = np.minimum((rng.random((rows, n)) * n).astype(np.int64), n - 1)  # [rows, S]
-        resampled_words = words[picked].sum(1)  # [rows]
-        resampled_diff = diff[picked].sum(1)  # [rows, M], integers: the sign test is exact
-        not_better += (resampled_diff * direction <= 0).sum(0)
+        # times each sentence is drawn, [rows, S]: a matrix product then sums the resamples
+        drawn = np.bincount((picked + n * np.arange(rows)[:, None]).ravel(), minlength=rows * n)
+        sums = np.rint(drawn.reshape(rows, n).astype(np.float64) @ columns).astype(np.int64)
+        resampled_words, resampled_diff = sums[:, 0], sums[:, 1:]  # [rows], [rows, M]
+        not_better += (resampled_diff * direction <= 0).sum(0)  # integers: the sign test is exact
         deltas[start : start + rows] = _percent(resampled_diff, resampled_words[:, None])
     ci = np.percentile(deltas, [2.5, 97.5], axis=0).T
     return not_better / samples, ci
@@ -100,9 +104,10 @@ def approximate_randomization(words: np.ndarray, correct_a: np.ndarray, correct_
     n = len(words)
     rng = np.random.default_rng(seed)
     reached = np.zeros(diff.shape[1], dtype=np.int64)
+    diff_float = diff.astype(np.float64)  # for BLAS; integer sums far below 2**53 stay exact
     for _, rows in _chunks(samples, n):
-        swapped = (rng.random((rows, n)) < 0.5).astype(np.int64)  # [rows, S]
-        shuffled = diff.sum(0) - 2 * (swapped @ diff)  # [rows, M]
+        swapped = (rng.random((rows, n)) < 0.5).astype(np.float64)  # [rows, S]
+        shuffled = diff.sum(0) - 2 * np.rint(swapped @ diff_float).astype(np.int64)  # [rows, M]
         reached += (np.abs(shuffled) >= observed).sum(0)
     return (reached + 1) / (samples + 1)
 
