@@ -74,7 +74,7 @@ def paired_bootstrap(words: np.ndarray, correct_a: np.ndarray, correct_b: np.nda
     words: ``[S]`` words per sentence; correct_a, correct_b: ``[S, M]`` correct words of M metrics.
     Resample ``r`` takes sentence ``min(floor(u * S), S - 1)`` for each of its S uniforms ``u``.
     """
-    diff = _check(words, correct_a, correct_b, samples=samples, seed=seed)
+    words, diff = _check(words, correct_a, correct_b, samples=samples, seed=seed)
     observed = diff.sum(0)  # [M]
     direction = np.where(observed >= 0, 1, -1)
     n = len(words)
@@ -99,7 +99,7 @@ def approximate_randomization(words: np.ndarray, correct_a: np.ndarray, correct_
                               samples: int, seed: int) -> np.ndarray:
     """``p [M]``, two-sided, of approximate randomisation over sentences (shapes as
     `paired_bootstrap`); sentence ``i`` of shuffle ``r`` is swapped when its uniform is < 1/2."""
-    diff = _check(words, correct_a, correct_b, samples=samples, seed=seed)
+    words, diff = _check(words, correct_a, correct_b, samples=samples, seed=seed)
     observed = np.abs(diff.sum(0))  # the word total is fixed, so |delta| compares as |diff sum|
     n = len(words)
     rng = np.random.default_rng(seed)
@@ -201,18 +201,19 @@ def format_comparison(report: dict) -> str:
 
 # -- helpers ------------------------------------------------------------------------------------
 
-def _check(words, correct_a, correct_b, *, samples: int, seed: int) -> np.ndarray:
-    """``correct_a - correct_b`` ``[S, M]`` int64, after checking shapes and options."""
+def _check(words, correct_a, correct_b, *, samples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(words [S], correct_a - correct_b [S, M])`` as int64, after checking shapes and options."""
     if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
         raise ValueError(f"samples={samples!r}: expected a positive integer")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seed={seed!r}: expected a non-negative integer")
-    if words.ndim != 1 or correct_a.shape != correct_b.shape or correct_a.shape[:1] != words.shape:
+    words, correct_a, correct_b = (np.asarray(x, dtype=np.int64) for x in (words, correct_a, correct_b))
+    if words.ndim != 1 or correct_a.ndim != 2 or correct_a.shape != correct_b.shape or correct_a.shape[:1] != words.shape:
         raise ValueError(f"counts: words {words.shape}, correct_a {correct_a.shape} and correct_b "
                          f"{correct_b.shape} must be [S], [S, M], [S, M]")
     if len(words) == 0 or int(words.sum()) == 0:
         raise ValueError("counts: no scored words; nothing to compare")
-    return correct_a.astype(np.int64) - correct_b.astype(np.int64)
+    return words, correct_a - correct_b
 
 
 def _chunks(samples: int, n: int):
