@@ -60,7 +60,7 @@ from parser.cli.shell import run_key_value_cli
 from parser.data.conllu_io import read_conllu
 from parser.data.paths import resolve_ud_root, treebank_file
 from parser.eval.report import file_report, format_report, metrics_path_for, write_metrics_json
-from parser.eval.significance import comparison_report, format_comparison
+from parser.eval.significance import METHODS, comparison_report, format_comparison
 from parser.inference import predict_file
 from parser.runtime.user_files import input_file, output_dir, output_file
 from parser.train.final import format_scores
@@ -137,6 +137,8 @@ def compare(args: dict) -> tuple[dict, Path | None]:
     pred_path = input_file(args["pred"], option="pred")
     compare_path = input_file(args["compare"], option="compare")
     options = {key: args[key] or default for key, default in _COMPARE_DEFAULTS.items()}
+    if options["test"] not in METHODS:
+        raise ValueError(f"test={options['test']}: expected one of {', '.join(METHODS)}")
     samples, seed = _integer(options["samples"], option="samples"), _integer(options["seed"], option="seed")
     metrics_path = None
     if args["metrics"] == BESIDE:

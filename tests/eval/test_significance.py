@@ -307,7 +307,8 @@ def test_parser_evaluate_compare_end_to_end(files, tmp_path, capsys):
 @pytest.mark.parametrize("extra, message", [
     (["compare={misaligned}"], "{misaligned}: sentence 17 (sent_id sig-17)"),
     (["compare={b}", "samples=many"], "samples=many: expected an integer"),
-    (["compare={b}", "test=t-test"], "method='t-test'"),
+    (["compare={b}", "test=t-test"], "test=t-test: expected one of bootstrap, randomization"),
+    (["compare={b}", "seed=-2"], "seed=-2: expected a non-negative integer"),
     (["compare={b}", "metrics=beside"], "metrics=beside: with compare= give metrics=<file>"),
     (["seed=2"], "go with compare=<file>"),
     (["compare={b}", "tagger={a}"], "not with tagger="),
