@@ -225,7 +225,10 @@ def estimated_constraints(
         alpha = options.smoothing
         target = (c + alpha * prior) / (n + alpha)
         weight = n / (n + options.kappa) if options.confidence == "count" else 1.0
-        estimated.append(replace(constraint, target=target, bound="equal", weight=weight))
+        new = replace(constraint, target=target, bound="equal", weight=weight)
+        if constraint.name == constraint.describe():  # a generated name follows the bound
+            new = replace(new, name=new.describe())
+        estimated.append(new)
     if not estimated:
         raise ConstraintSpecError(
             f"estimated targets (features={options.features!r}): no constraint has a child word in "
