@@ -14,6 +14,7 @@ from parser.constraints import EstimateOptions, estimated_set, load_constraints
 from parser.objectives import GeneralizedExpectation
 from parser.train.loop import Trainer
 from tests.train.helpers import tiny_config
+from tests.train.resolved_configs import sweep_jobs
 
 STEPS = ["trainer.max_steps=4", "trainer.eval_every=4", "trainer.final_eval=false", "data.labeled_size=8"]
 
@@ -105,3 +106,15 @@ def test_the_arms_compose_with_the_ssl_family_and_any_treebank(treebank):
     assert cfg.objective.terms.risk.temperature_start == 2.0
     cfg = _compose("experiment=ssl_ewt", f"data={treebank}", "objective=[kl,entropy_annealed]")
     assert list(cfg.objective.terms) == ["likelihood", "kl", "entropy"]
+
+
+@pytest.mark.parametrize("sweep", ["ssl_fair", "ssl_fair_entropy", "ssl_fair_risk"])
+def test_the_fair_protocol_sweeps_are_at_most_8_dev_runs_that_never_read_test(sweep):
+    jobs = [overrides for where, overrides in sweep_jobs(config_dir() / "sweep") if where.endswith(f"/{sweep}.yaml")]
+    assert 2 <= len(jobs) <= 8
+    terms = set()
+    for overrides in jobs:
+        cfg = _compose(*overrides, "data.labeled_size=100")
+        assert cfg.data.test_split is None and cfg.data.dev_split == "dev" and cfg.family == "ssl_ewt"
+        terms.add(tuple(cfg.objective.terms))
+    assert len(terms) == 1  # one arm per sweep
