@@ -11,7 +11,15 @@ import pytest
 import torch
 
 from parser.constraints import ConstraintSet, parse_spec
-from parser.objectives import Entropy, GeneralizedExpectation, ParserOutput, Risk, Term, WeightedSum, build_objective
+from parser.objectives import (
+    Entropy,
+    GeneralizedExpectation,
+    ParserOutput,
+    Risk,
+    Term,
+    WeightedSum,
+    build_objective,
+)
 from parser.objectives.schedule import Schedule, tempered
 from parser.structs import TreeCRF
 from tests.objectives.brute_ref import probabilities
