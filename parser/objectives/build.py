@@ -77,9 +77,9 @@ def resolve_terms(spec: Mapping | object) -> tuple[TermSpec, ...]:
         kind = get_kind(str(options.get("type", name)), term=name)
         parsed = kind.parse(name, options)
         weight = float(options.get("weight", 1.0))
-        if weight == 0.0 and float(options.get("weight_start", 0.0)) == 0.0:
-            continue
         weight_schedule, temperature = _schedules(str(name), options, weight=weight)
+        if weight == 0.0 and (weight_schedule is None or weight_schedule.first == 0.0):
+            continue  # an annealed weight that starts above 0 keeps the term
         terms.append(
             TermSpec(
                 name=str(name), kind=kind, options=parsed, weight=weight,

@@ -94,6 +94,12 @@ class GEOptions:
     def __post_init__(self) -> None:
         if self.targets not in TARGETS:
             raise ValueError(f"ge: targets must be one of {TARGETS}, got {self.targets!r}")
+        # The estimator's choices (parser.constraints.estimated), checked when the config is
+        # resolved rather than after the data are read.
+        if self.features not in ("set", "templates", "both"):
+            raise ValueError(f"ge: features must be one of ('set', 'templates', 'both'), got {self.features!r}")
+        if self.confidence not in ("count", "none"):
+            raise ValueError(f"ge: confidence must be one of ('count', 'none'), got {self.confidence!r}")
         if self.targets == "given" and self.features != "set":
             raise ValueError(f"ge: features={self.features!r} needs targets=estimated (templates have no written target)")
         if self.targets == "estimated" and self.constraints == "oracle":

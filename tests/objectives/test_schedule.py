@@ -178,3 +178,14 @@ def test_ge_weights_each_constraint_divergence():
     by_hand = 0.25 * (targets[0] - model[0]) ** 2 + (targets[1] - model[1]) ** 2
     assert weighted(out, batch).loss.item() == pytest.approx(by_hand.item(), rel=1e-12)
     assert plain(out, batch).loss.item() == pytest.approx(((targets - model[:2]) ** 2).sum().item(), rel=1e-12)
+
+
+def test_ge_estimation_options_are_checked_when_the_config_is_resolved():
+    with pytest.raises(ValueError, match="features must be one of"):
+        build_objective({"ge": {"targets": "estimated", "features": "ud"}}, constraints=None)
+    with pytest.raises(ValueError, match="features='templates' needs targets=estimated"):
+        build_objective({"ge": {"features": "templates"}})
+    with pytest.raises(ValueError, match="'oracle' is estimated already"):
+        build_objective({"ge": {"targets": "estimated", "constraints": "oracle"}})
+    with pytest.raises(ValueError, match="targets must be one of"):
+        build_objective({"ge": {"targets": "rounded"}})
