@@ -8,9 +8,10 @@ calibrated checkpoint to ``--calibrated-out`` (or measures an existing one: ``--
 parses the measured splits (default test and dev) with both checkpoints as ``parser-predict
 confidence=true`` does, and writes ``experiments/results/calibration.md`` (reliability tables,
 ECE before/after, temperatures, selective-parsing tables) and
-``experiments/results/calibration_<treebank>.png`` (reliability diagram and selective-parsing
-curves). ``--treebank`` takes any treebank the model was trained for (a de_gsd model:
-``--treebank de_gsd``); a model is only measured on its own language.
+``experiments/results/calibration_ewt.png`` (reliability diagram and selective-parsing curves;
+``calibration_<treebank>.png`` for another treebank). ``--treebank`` takes any treebank the model
+was trained for (a de_gsd model: ``--treebank de_gsd``); a model is only measured on its own
+language.
 """
 
 from __future__ import annotations
@@ -23,20 +24,20 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from common import RESULTS, machine, markdown_table  # noqa: E402
+import matplotlib.pyplot as plt
+from common import RESULTS, machine, markdown_table
 
-from parser.cli.calibrate import calibrate, format_fit  # noqa: E402
-from parser.data.conllu_io import read_conllu  # noqa: E402
-from parser.data.paths import resolve_ud_root, treebank_file  # noqa: E402
-from parser.eval.calibration import (  # noqa: E402
+from parser.cli.calibrate import calibrate, format_fit
+from parser.data.conllu_io import read_conllu
+from parser.data.paths import resolve_ud_root, treebank_file
+from parser.eval.calibration import (
     expected_calibration_error,
     reliability_table,
     selective_curve,
 )
-from parser.inference import load_parser  # noqa: E402
-from parser.inference.calibration import Outcomes, measure  # noqa: E402
-from parser.runtime.checkpoint import load_checkpoint  # noqa: E402
+from parser.inference import load_parser
+from parser.inference.calibration import Outcomes, measure
+from parser.runtime.checkpoint import load_checkpoint
 
 PERCENT = 100.0
 
@@ -72,7 +73,7 @@ def main() -> None:
                    minutes=(time.time() - started) / 60)
     out = Path(args.output)
     out.write_text(body, encoding="utf-8")
-    figure = out.with_name(f"calibration_{args.treebank.split('_')[-1]}.png")
+    figure = out.with_name(_figure_name(args.treebank))
     _plot(measured[args.splits[0]], figure, title=f"{args.treebank} {args.splits[0]}")
     print(body)
     print(f"wrote {out} and {figure}")
@@ -92,6 +93,10 @@ def _arguments() -> argparse.Namespace:
     return parser.parse_args()
 
 
+def _figure_name(treebank: str) -> str:
+    return f"calibration_{'ewt' if treebank == 'en_ewt' else treebank}.png"
+
+
 def _ece(probs: list[float], correct: list[bool], keep: list[bool] | None = None) -> float:
     if keep is not None:
         probs = [p for p, k in zip(probs, keep) if k]
@@ -108,7 +113,7 @@ def _accuracy(correct: list[bool]) -> float:
 
 
 def _f(value: float, digits: int = 2) -> str:
-    return "-" if value != value else f"{value:.{digits}f}"
+    return "-" if math.isnan(value) else f"{value:.{digits}f}"
 
 
 def _report(args, measured, *, entry: dict, trainer: dict, fit_text: str | None, minutes: float) -> str:
@@ -116,19 +121,19 @@ def _report(args, measured, *, entry: dict, trainer: dict, fit_text: str | None,
     lines = [
         "# Calibration of the tree CRF's confidence",
         "",
-        f"Command: `taskset -c 0 python experiments/calibration.py --checkpoint <best.pt> "
-        f"--calibrated-out <calibrated.pt> --treebank {args.treebank}`",
+        (f"Command: `taskset -c 0 python experiments/calibration.py --checkpoint <best.pt> "
+        f"--calibrated-out <calibrated.pt> --treebank {args.treebank}`"),
         "",
         f"Machine: {machine()}; {minutes:.1f} minutes.",
         "",
-        f"Model: the checkpoint at training step {trainer.get('step', '?')} (its best dev step "
+        (f"Model: the checkpoint at training step {trainer.get('step', '?')} (its best dev step "
         f"{trainer.get('best_step', '?')}, dev score {_f(float(trainer.get('best_score', math.nan)))}). "
         f"Treebank {args.treebank}: temperatures fitted on {args.fit_split}, measured on "
         f"{', '.join(args.splits)} ({args.fit_split} is in-sample for the fit). The model is measured "
         "only on the treebank it was trained for: the script takes any (`--treebank de_gsd` for a "
-        "German model); here only en_ewt has a model.",
+        "German model); here only en_ewt has a model."),
         "",
-        "Definitions. HeadProb: the tree CRF's marginal of the head written (`parser-predict "
+        ("Definitions. HeadProb: the tree CRF's marginal of the head written (`parser-predict "
         "confidence=true`), right when it is the gold head. DeprelProb: the probability of the "
         "relation written given its arc, on the words whose head is right, right when the relation "
         "equals the gold one exactly (subtype included). Every word counts, punctuation included "
@@ -140,7 +145,7 @@ def _report(args, measured, *, entry: dict, trainer: dict, fit_text: str | None,
         "sentences first). Temperature: T divides the CRF's arc scores (after the UD rules), fitted "
         "by the gold-tree NLL on dev; the label temperature divides the relation classifier's "
         "scores, fitted by the gold-relation NLL on gold arcs (`parser.inference.calibration`). "
-        "Decoded trees are identical before and after (checked).",
+        "Decoded trees are identical before and after (checked)."),
         "",
         "## Temperatures",
         "",
@@ -186,11 +191,11 @@ def _report(args, measured, *, entry: dict, trainer: dict, fit_text: str | None,
         lines += ["", f"## Selective parsing, {args.treebank} {split}", "",
                   markdown_table(["most confident %", "UAS words before", "UAS words after",
                                   "sentences kept", "UAS sentences before", "UAS sentences after"], rows),
-                  "", f"The 50% most confident sentences ({half.kept}, {half.units} words): UAS "
+                  "", (f"The 50% most confident sentences ({half.kept}, {half.units} words): UAS "
                   f"{_f(PERCENT * half.accuracy)} (calibrated ranking) against {_f(_accuracy(pair['after'].head_correct))} "
-                  "on all sentences."]
-    lines += ["", f"Figure: `calibration_{args.treebank.split('_')[-1]}.png` (reliability diagram of "
-              f"HeadProb on {first}, before and after; selective-parsing curves).", ""]
+                  "on all sentences.")]
+    lines += ["", (f"Figure: `{_figure_name(args.treebank)}` (reliability diagram of "
+              f"HeadProb on {first}, before and after; selective-parsing curves)."), ""]
     return "\n".join(lines)
 
 

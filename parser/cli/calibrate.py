@@ -95,10 +95,10 @@ def calibrate(checkpoint: str | Path, gold: str | Path, output: str | Path, *,
 def format_fit(fit: TemperatureFit, *, gold: Path, output: str | Path) -> str:
     """The temperatures and dev NLLs, for the terminal."""
     lines = [
-        f"fitted on {gold.name}: {fit.sentences} sentences ({fit.sentences_left_out} left out: "
-        "gold tree ruled out by the model)",
-        f"arc temperature   {fit.arc_temperature:.4f}  gold tree NLL/sentence "
-        f"{fit.tree_nll_before:.4f} -> {fit.tree_nll_after:.4f}",
+        (f"fitted on {gold.name}: {fit.sentences} sentences ({fit.sentences_left_out} left out: "
+        "gold tree ruled out by the model)"),
+        (f"arc temperature   {fit.arc_temperature:.4f}  gold tree NLL/sentence "
+        f"{fit.tree_nll_before:.4f} -> {fit.tree_nll_after:.4f}"),
     ]
     if fit.label_words:
         lines.append(f"label temperature {fit.label_temperature:.4f}  gold relation NLL/word "
