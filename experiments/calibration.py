@@ -127,7 +127,7 @@ def _report(args, measured, *, entry: dict, trainer: dict, fit_text: str | None,
         f"Machine: {machine()}; {minutes:.1f} minutes.",
         "",
         (f"Model: the checkpoint at training step {trainer.get('step', '?')} (its best dev step "
-        f"{trainer.get('best_step', '?')}, dev score {_f(float(trainer.get('best_score', math.nan)))}). "
+        f"{trainer.get('best_step', '?')}, dev selection score {_f(float(trainer.get('best_score', math.nan)))}: LAS for a model with relations). "
         f"Treebank {args.treebank}: temperatures fitted on {args.fit_split}, measured on "
         f"{', '.join(args.splits)} ({args.fit_split} is in-sample for the fit). The model is measured "
         "only on the treebank it was trained for: the script takes any (`--treebank de_gsd` for a "
