@@ -26,7 +26,8 @@ from parser.structs import ParserOutput, attach_punct_projectively, attach_to_un
 from parser.structs.common import word_mask
 
 __all__ = [
-    "ParserModel", "TaggedOutput", "build_parser", "reads_own_tags", "scorer_kwargs", "ud_rules_of", "upos_ids",
+    "ParserModel", "TaggedOutput", "build_parser", "reads_own_tags", "scorer_kwargs", "tempered", "ud_rules_of",
+    "upos_ids",
 ]
 
 N_SPECIAL_TAGS = 3  # UPOS ids 0..2 (PAD, UNK, ROOT): never a word's tag
@@ -112,16 +113,12 @@ class ParserModel(nn.Module):
         return self._tagged(out, edge_scores.tags, batch)
 
     def for_prediction(self, edge_scores: EdgeScores) -> EdgeScores:
-        """The scores a trained parser predicts from: divided by the calibration temperatures,
-        then masked by the UD rules (so that the argmax, marginals, k-best trees and samples obey
-        them)."""
-        if self.arc_temperature != 1.0 or self.label_temperature != 1.0:
-            labels = edge_scores.labels
-            edge_scores = EdgeScores(
-                arcs=edge_scores.arcs / self.arc_temperature,
-                labels=None if labels is None else labels / self.label_temperature,
-                tags=edge_scores.tags)
-        return constrain(edge_scores, self.ud_rules, labels=self.labels)
+        """The scores a trained parser predicts from: masked by the UD rules (so that the argmax,
+        marginals, k-best trees and samples obey them), then divided by the calibration
+        temperatures (:func:`tempered`)."""
+        constrained = constrain(edge_scores, self.ud_rules, labels=self.labels)
+        return tempered(constrained, arc_temperature=self.arc_temperature,
+                        label_temperature=self.label_temperature)
 
     def _tagged(self, out: ParserOutput, tag_scores: Tensor, batch: Batch) -> TaggedOutput:
         guess = tag_scores[..., N_SPECIAL_TAGS:].argmax(-1) + N_SPECIAL_TAGS
@@ -210,6 +207,27 @@ class ParserModel(nn.Module):
             torch.arange(size, device=heads.device)[None, :] <= dist.lengths[:, None])
         chosen = choose_relations(on_arc, heads, words, self.ud_rules)
         return chosen.masked_fill(~words, 0)
+
+
+def tempered(edge_scores: EdgeScores, *, arc_temperature: float, label_temperature: float) -> EdgeScores:
+    """``edge_scores`` with arcs divided by ``arc_temperature`` and relation scores by
+    ``label_temperature`` (:mod:`parser.inference.calibration` fits both on dev).
+
+    Applied after the UD rules' masks, so a classifier's arc scores already carry the log of
+    their allowed relations' probability: dividing them by T > 0 scales every arc alike, so the
+    maximum spanning tree (and the best projective tree) are unchanged and only the marginals
+    move. A joint model is calibrated with one temperature for both (its labeled scores are
+    ``arcs + labels``: equal temperatures scale them alike; unequal ones would change its trees).
+    """
+    for name, value in (("arc_temperature", arc_temperature), ("label_temperature", label_temperature)):
+        if not value > 0 or value == float("inf"):
+            raise ValueError(f"{name}={value}: a temperature must be a positive finite number")
+    if arc_temperature == 1.0 and label_temperature == 1.0:
+        return edge_scores
+    labels = edge_scores.labels
+    return EdgeScores(arcs=edge_scores.arcs / arc_temperature,
+                      labels=None if labels is None else labels / label_temperature,
+                      tags=edge_scores.tags)
 
 
 def build_parser(
