@@ -106,17 +106,17 @@ def main() -> None:
     text = "\n".join([
         "# Fixed arcs on EWT test (keep_heads=given)",
         "",
-        "Command: `python experiments/fixed_arcs.py --checkpoint <best.pt> --out "
-        "experiments/results/fixed_arcs.md`",
+        ("Command: `python experiments/fixed_arcs.py --checkpoint <best.pt> --out "
+        "experiments/results/fixed_arcs.md`"),
         "",
-        f"Checkpoint: `{Path(args.checkpoint).name}`; data: `{data.name}` ({len(sentences)} "
+        (f"Checkpoint: `{Path(args.checkpoint).name}`; data: `{data.name}` ({len(sentences)} "
         f"sentences, {words} words); seed {args.seed}; machine: {platform.machine()}, "
-        f"torch {torch.__version__}, 1 thread, {seconds:.0f} s in all.",
+        f"torch {torch.__version__}, 1 thread, {seconds:.0f} s in all."),
         "",
-        "Each sentence keeps the gold HEAD and DEPREL of round(fraction x n) random words; the other "
+        ("Each sentence keeps the gold HEAD and DEPREL of round(fraction x n) random words; the other "
         "words are parsed with the tree CRF restricted to trees containing the kept arcs. Scores "
         "are over the words left to parse (punctuation included), with nothing kept (0%) and with "
-        "the arcs kept.",
+        "the arcs kept."),
         "",
         f"Nothing kept, all words: UAS {100 * uas0 / words:.2f}, LAS {100 * las0 / words:.2f}.",
         "",

@@ -196,9 +196,11 @@ class ModelConfig:
     # they separate: parser.structs.attach_to_units), e.g. [PUNCT, CCONJ]; [] = as decoded.
     attach_to_units: list[str] = field(default_factory=list)
     # Prediction-time UD validity (parser.models.ud_rules): root iff head 0, left_to_right
-    # relations, one_subject / one_object per head; [] = none. Relations a treebank lacks are
-    # skipped, so the rules apply to UD relation sets only. parser-predict ud_rules=... overrides.
-    ud_rules: list[str] = field(default_factory=lambda: ["root", "left_to_right", "one_subject", "one_object"])
+    # relations, one_subject / one_object per head, punct (PUNCT <-> punct, no crossing); [] =
+    # none. Relations a treebank lacks are skipped, so the rules apply to UD relation sets only.
+    # parser-predict / parser-evaluate ud_rules=... override.
+    ud_rules: list[str] = field(
+        default_factory=lambda: ["root", "left_to_right", "one_subject", "one_object", "punct"])
     encoder: EncoderConfig = field(default_factory=EncoderConfig)
     # Tags: ``upos_input`` gold embeds the data's UPOS column (needs gold or tagger tags at test
     # time); predicted and none read no tag column. ``tag_loss_weight`` > 0 adds a UPOS head on

@@ -335,7 +335,8 @@ def parse_raw_file(checkpoint: str | os.PathLike, tokenizer: str | os.PathLike,
                    input_path: str | os.PathLike, output_path: str | os.PathLike, *,
                    tagger: str | os.PathLike | None = None, device: str = "auto",
                    tokens_per_batch: int = 5000, projective: bool | None = None,
-                   attach_to_units: Sequence[str] | None = None, confidence: bool = False) -> int:
+                   attach_to_units: Sequence[str] | None = None,
+                   ud_rules: str | Sequence[str] | None = None, confidence: bool = False) -> int:
     """``parser-predict tokenizer=...``: tokenise, split, tag (when the parser reads UPOS) and
     parse a raw text file with separate checkpoints, streaming. Returns the sentences written."""
     input_path = input_file(input_path, option="input")
@@ -344,7 +345,7 @@ def parse_raw_file(checkpoint: str | os.PathLike, tokenizer: str | os.PathLike,
         input_path, checkpoint, tokenizer, *([tagger] if tagger else [])))
     torch_device = resolve_device(device)
     model, vocabs, config = load_decoder(checkpoint, device=torch_device, projective=projective,
-                                         attach_to_units=attach_to_units)
+                                         attach_to_units=attach_to_units, ud_rules=ud_rules)
     if tagger is None and reads_upos(config):
         raise ValueError(f"checkpoint={checkpoint}: the parser reads UPOS tags; raw text needs "
                          "tagger=<tagger best.pt> too (parser-train-tagger trains one)")

@@ -4,8 +4,8 @@ The commands are read from README.md, docs/*.md, experiments/README.md and
 experiments/results/*.md: every ``parser-train`` (also ``python -m parser.cli.train``, ``torchrun
 ... -m parser.cli.train``) and ``parser-train-tagger`` command is composed with Hydra's compose API
 from the configs the tool reads (``parser-train``'s also passes ``check_known_keys``, as at the
-start of a run); every ``parser-evaluate`` / ``parser-predict`` command names only options of that
-tool (``OPTIONS`` of ``parser.cli.evaluate`` / ``parser.cli.predict``). A module that is no longer
+start of a run); every ``parser-evaluate`` / ``parser-predict`` / ``parser-calibrate`` command names only options of that
+tool (``OPTIONS`` of its ``parser.cli`` module). A module that is no longer
 an entry point (``python -m parser.train``) fails. A failure names the file and line.
 
 Placeholders, as in tests/train/resolved_configs.py: ``{a,b}`` and multirun values ``a,b`` expand
@@ -27,6 +27,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig, OmegaConf
 
+from parser.cli import calibrate as calibrate_cli
 from parser.cli import evaluate as evaluate_cli
 from parser.cli import predict as predict_cli
 from parser.config import check_known_keys, config_dir, register_configs
@@ -42,11 +43,13 @@ DOCS = sorted(
 HISTORICAL = {"docs/config_migration.md"}
 
 TRAIN, TAGGER, EVALUATE, PREDICT, STALE = "parser-train", "parser-train-tagger", "parser-evaluate", "parser-predict", "stale"
+CALIBRATE = "parser-calibrate"
 _MODULES = {"parser.cli.train": TRAIN, "parser.cli.train_tagger": TAGGER,
-            "parser.cli.evaluate": EVALUATE, "parser.cli.predict": PREDICT}
+            "parser.cli.evaluate": EVALUATE, "parser.cli.predict": PREDICT,
+            "parser.cli.calibrate": CALIBRATE}
 _OLD_MODULES = ("parser.train", "parser.tagger.train", "parser.evaluate", "parser.predict")
 _TOOL = re.compile(
-    r"(?<![\w.-])(?:(?P<script>parser-train-tagger|parser-train|parser-evaluate|parser-predict)"
+    r"(?<![\w.-])(?:(?P<script>parser-train-tagger|parser-train|parser-evaluate|parser-predict|parser-calibrate)"
     r"|-m\s+(?P<module>parser(?:\.\w+)+))(?![\w-])"
 )
 _OVERRIDE = re.compile(r"^(?P<key>[+~]{0,2}[A-Za-z_][\w.@/-]*)=(?P<value>.*)$")
@@ -185,7 +188,9 @@ def _ids(commands: Sequence[Command]) -> list[str]:
 
 
 HYDRA_COMMANDS = [c for c in COMMANDS if c.tool in (TRAIN, TAGGER)]
-KEY_VALUE_COMMANDS = [c for c in COMMANDS if c.tool in (EVALUATE, PREDICT)]
+KEY_VALUE_COMMANDS = [c for c in COMMANDS if c.tool in (EVALUATE, PREDICT, CALIBRATE)]
+_KEY_VALUE_OPTIONS = {EVALUATE: evaluate_cli.OPTIONS, PREDICT: predict_cli.OPTIONS,
+                      CALIBRATE: calibrate_cli.OPTIONS}
 
 
 def test_the_documents_show_commands_of_every_tool():
@@ -221,7 +226,7 @@ def test_every_documented_training_command_composes(command, composers):
 
 @pytest.mark.parametrize("command", KEY_VALUE_COMMANDS, ids=_ids(KEY_VALUE_COMMANDS))
 def test_every_documented_evaluate_and_predict_command_names_known_options(command):
-    options = (evaluate_cli if command.tool == EVALUATE else predict_cli).OPTIONS
+    options = _KEY_VALUE_OPTIONS[command.tool]
     keys = [match["key"].lstrip("+") if (match := _OVERRIDE.match(w)) else w for w in command.words]
     unknown = [key for key in keys if key not in options]
     assert not unknown, f"{command.where}: {command.tool} has no option {unknown}; options: {', '.join(options)}"

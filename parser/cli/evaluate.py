@@ -31,6 +31,17 @@ spanning tree whatever the checkpoint's ``model.projective`` says, and ``attach_
 (or ``none``) re-attaches those words by the UD punct/cc rule or not, whatever its
 ``model.attach_to_units`` says (ablations of the decoder).
 
+``compare=<file>`` tests whether two prediction files of the same gold file differ significantly:
+
+    parser-evaluate gold=en_ewt-ud-test.conllu pred=a.conllu compare=b.conllu
+    parser-evaluate gold=en_ewt-ud-test.conllu pred=a.conllu compare=b.conllu test=randomization \\
+        samples=10000 seed=1 metrics=a-vs-b.json
+
+It prints both files' UAS/LAS, the differences with their 95% bootstrap interval and the p-value
+of ``test=bootstrap`` (paired bootstrap over sentences, one-sided; the default) or
+``test=randomization`` (approximate randomisation, two-sided); ``metrics=<file>`` writes them as
+JSON (:mod:`parser.eval.significance`).
+
 ``pipeline=<file> treebank=... split=...`` (or ``gold=``) parses the split's raw text through a
 pipeline file (tokenizer, tagger, parser) and prints the official Tokens, Sentences, Words, UPOS,
 UAS and LAS F1 (:mod:`parser.cli.evaluate_raw`).
@@ -49,11 +60,12 @@ from parser.cli.shell import run_key_value_cli
 from parser.data.conllu_io import read_conllu
 from parser.data.paths import resolve_ud_root, treebank_file
 from parser.eval.report import file_report, format_report, metrics_path_for, write_metrics_json
+from parser.eval.significance import METHODS, comparison_report, format_comparison
 from parser.inference import predict_file
 from parser.runtime.user_files import input_file, output_dir, output_file
 from parser.train.final import format_scores
 
-__all__ = ["OPTIONS", "default_output_dir", "evaluate", "main"]
+__all__ = ["OPTIONS", "compare", "default_output_dir", "evaluate", "main"]
 
 BESIDE = "beside"  # metrics=beside: the metrics JSON next to pred='s file
 
@@ -71,8 +83,14 @@ OPTIONS = {
     "tagger": None,  # parse with this tagger's UPOS instead of the gold ones
     "projective": None,  # true | false: decoder of checkpoint= (default: the checkpoint's model.projective)
     "attach_to_units": None,  # PUNCT,CCONJ | none: UD punct/cc re-attachment (default: the checkpoint's)
+    "ud_rules": None,  # all | none | rule names (parser.models.ud_rules; default: the checkpoint's)
     "pipeline": None,  # a pipeline file: parse the split's raw text (parser.cli.evaluate_raw)
+    "compare": None,  # a second prediction file of gold=: is pred= vs compare= significant?
+    "test": None,  # bootstrap | randomization (with compare=; default bootstrap)
+    "samples": None,  # resamples of the test (with compare=; default 10000)
+    "seed": None,  # of the test's random numbers (with compare=; default 1)
 }
+_COMPARE_DEFAULTS = {"test": "bootstrap", "samples": "10000", "seed": "1"}
 
 
 def evaluate(args: dict) -> tuple[dict, Path | None]:
@@ -99,16 +117,57 @@ def evaluate(args: dict) -> tuple[dict, Path | None]:
         predict_file(Path(args["checkpoint"]).expanduser(), gold_path, pred_path, format="conllu",
                      device=args["device"], tokens_per_batch=int(args["tokens_per_batch"]),
                      tagger=args["tagger"], retag=bool(args["tagger"]), **decoder_overrides(args))
-    # Malformed files fail with the reader's file:line message, before the official script
-    # (which would only report mismatched sentence counts or its first complaint).
-    for path in (gold_path, pred_path):
-        read_conllu(path, on_invalid="raise", require_trees=True)
+    _check_files(gold_path, pred_path)
     report = file_report(gold_path, pred_path)
     if args["tagger"]:
         report["tagger"] = str(args["tagger"])
     if metrics_path is not None:
         write_metrics_json(report, metrics_path)
     return report, metrics_path
+
+
+def compare(args: dict) -> tuple[dict, Path | None]:
+    """``compare=``: the `comparison_report` of ``pred=`` against ``compare=`` and where its JSON
+    was written (None without ``metrics=``)."""
+    for option in ("checkpoint", "pipeline", "tagger"):
+        if args[option]:
+            raise ValueError(f"compare= compares two prediction files (pred=, compare=); not with {option}=")
+    if not args["gold"] or not args["pred"]:
+        raise ValueError("compare= needs gold=... pred=... compare=...")
+    gold_path = input_file(args["gold"], option="gold")
+    pred_path = input_file(args["pred"], option="pred")
+    compare_path = input_file(args["compare"], option="compare")
+    options = {key: args[key] or default for key, default in _COMPARE_DEFAULTS.items()}
+    if options["test"] not in METHODS:
+        raise ValueError(f"test={options['test']}: expected one of {', '.join(METHODS)}")
+    samples, seed = _integer(options["samples"], option="samples"), _integer(options["seed"], option="seed")
+    metrics_path = None
+    if args["metrics"] == BESIDE:
+        raise ValueError("metrics=beside: with compare= give metrics=<file>")
+    if args["metrics"]:
+        metrics_path = output_file(args["metrics"], option="metrics",
+                                   inputs=(gold_path, pred_path, compare_path))
+        _refuse_final_metrics(metrics_path)
+    _check_files(gold_path, pred_path, compare_path)
+    report = comparison_report(gold_path, pred_path, compare_path, method=options["test"],
+                               samples=samples, seed=seed)
+    if metrics_path is not None:
+        write_metrics_json(report, metrics_path)
+    return report, metrics_path
+
+
+def _integer(value: str, *, option: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"{option}={value}: expected an integer") from None
+
+
+def _check_files(*paths: Path) -> None:
+    """Malformed files fail with the reader's file:line message, before the official script
+    (which would only report mismatched sentence counts or its first complaint)."""
+    for path in paths:
+        read_conllu(path, on_invalid="raise", require_trees=True)
 
 
 def _metrics_path(option: str | None, pred_path: Path, *, parsed: bool) -> Path | None:
@@ -174,6 +233,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: dict) -> str:
+    if args["compare"]:
+        report, metrics_path = compare(args)
+        return f"{format_comparison(report)}\nmetrics: {metrics_path or 'not written (metrics=<file>)'}"
+    if any(args[key] for key in _COMPARE_DEFAULTS):
+        raise ValueError(f"{', '.join(f'{k}=' for k in _COMPARE_DEFAULTS)} go with compare=<file>")
     if args["pipeline"]:
         return run_raw_evaluation(args)
     report, metrics_path = evaluate(args)

@@ -74,6 +74,7 @@ OPTIONS = {
     "on_invalid": "error",  # error | skip: malformed CoNLL-U sentences
     "projective": None,  # true | false: best projective tree or maximum spanning tree (default: the checkpoint's)
     "attach_to_units": None,  # e.g. PUNCT,CCONJ, or none: UD punct/cc re-attachment (default: the checkpoint's)
+    "ud_rules": None,  # all | none | root,left_to_right,one_subject,one_object (default: the checkpoint's model.ud_rules)
     "keep_deps": "false",  # true: keep the input's DEPS column (default: '_', as HEAD is new)
     "chunk_size": "1000",  # sentences read, parsed and written at a time (bounds memory)
     "confidence": "false",  # true: HeadProb/DeprelProb in MISC, tree_logprob/tree_entropy/expected_correct comments
@@ -158,12 +159,13 @@ def _count(value: str, *, option: str) -> int:
 
 
 def decoder_overrides(args: dict) -> dict:
-    """``projective=`` and ``attach_to_units=`` of a CLI as ``predict_file`` keywords (None: keep
-    the checkpoint's setting)."""
+    """``projective=``, ``attach_to_units=`` and ``ud_rules=`` of a CLI as ``predict_file`` keywords
+    (None: keep the checkpoint's setting)."""
     projective = args["projective"]
     return {
         "projective": None if projective is None else parse_bool(projective, option="projective"),
         "attach_to_units": tag_list(args["attach_to_units"]),
+        "ud_rules": args.get("ud_rules"),
     }
 
 

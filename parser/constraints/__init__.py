@@ -3,6 +3,8 @@
 ``load_constraints(name_or_path, upos_names)`` returns a ``ConstraintSet``: a built-in set
 (``ud_universal``), ``oracle`` (targets estimated from labeled sentences passed as ``heads=`` and
 ``upos=``), or the path of a YAML file (see ``parser.constraints.spec`` for the format).
+``estimated_set`` re-estimates a set's targets (and adds generated templates) from labeled
+sentences, unrounded and with confidence weights (``parser.constraints.estimated``).
 """
 
 from __future__ import annotations
@@ -10,6 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from parser.constraints.estimated import (
+    EstimateOptions,
+    estimated_constraints,
+    gold_counts,
+    template_constraints,
+)
 from parser.constraints.features import ConstraintFeatures, ConstraintSet
 from parser.constraints.oracle import oracle_constraints, round_target
 from parser.constraints.spec import (
@@ -26,12 +34,17 @@ __all__ = [
     "ConstraintFeatures",
     "ConstraintSet",
     "ConstraintSpecError",
+    "EstimateOptions",
     "builtin_sets",
+    "estimated_constraints",
+    "estimated_set",
+    "gold_counts",
     "load_constraints",
     "oracle_constraints",
     "parse_spec",
     "read_spec",
     "round_target",
+    "template_constraints",
 ]
 
 SETS_DIR = Path(__file__).resolve().parent / "sets"
@@ -81,3 +94,23 @@ def load_constraints(
             f"constraint set {name!r}: not a built-in set ({', '.join(builtin_sets())}) nor a file"
         )
     return ConstraintSet(read_spec(path), upos_names, source=str(path))
+
+
+def estimated_set(
+    name_or_path: str | Path,
+    upos_names: Sequence[str],
+    *,
+    heads: Sequence[Sequence[int]],
+    upos: Sequence[Sequence[str | int | None]],
+    options: EstimateOptions,
+) -> ConstraintSet:
+    """The constraints of the set ``name_or_path`` (as ``load_constraints`` reads it; not read
+    when ``options.features`` is ``templates``), and/or the generated templates, with targets and
+    weights estimated from the labeled sentences ``heads``/``upos`` (see
+    ``parser.constraints.estimated``)."""
+    if str(name_or_path) == "oracle":
+        raise ValueError("estimated targets: 'oracle' is estimated already; name a written set (ud_universal)")
+    base = () if options.features == "templates" else load_constraints(name_or_path, upos_names).constraints
+    constraints = estimated_constraints(base, heads, upos, options=options, upos_names=upos_names)
+    which = "templates" if options.features == "templates" else f"{name_or_path}, {options.features}"
+    return ConstraintSet(constraints, upos_names, source=f"estimated({which})")

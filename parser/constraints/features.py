@@ -180,6 +180,14 @@ class ConstraintSet:
         return targets
 
     @property
+    def column_weights(self) -> Tensor:
+        """``[F]`` float64: the factor on each proportion column's divergence (its constraint's
+        ``weight``: 1 for a written constraint, a confidence for an estimated one), 0 elsewhere."""
+        weights = torch.zeros(self.n_columns, dtype=torch.float64)
+        weights[: len(self)] = torch.tensor([c.weight for c in self.constraints], dtype=torch.float64)
+        return weights
+
+    @property
     def consistency_columns(self) -> Tensor:
         """``[G, 2]`` long: the (left, right) feature columns of each consistency group (a child
         tag of a ``consistent`` constraint, or all its tags when pooled)."""
@@ -210,6 +218,27 @@ class ConstraintSet:
         lower[: len(self)], upper[: len(self)] = self._lower, self._upper
         return lower, upper
 
+    def children(self, upos: Tensor, lengths: Tensor) -> Tensor:
+        """``[F, B, N+1]`` bool: the words each feature column constrains (its normaliser's
+        words): a child UPOS of the column, and its context (``after``) and ``position``.
+        ``upos`` and ``lengths`` as in :meth:`features` (which checks them)."""
+        device = upos.device
+        positions = torch.arange(upos.shape[1], device=device)
+        is_word = (positions > 0) & (positions <= lengths[:, None])  # [B, N+1]
+        child = self._child.to(device)[:, upos] & is_word  # [F, B, N+1]
+        if bool(self._has_context.any()):
+            # Context: the preceding word's UPOS (position p-1); word 1 follows ROOT, so a
+            # constraint with a context never counts it.
+            before = self._after.to(device)[:, upos[:, :-1]] & is_word[:, :-1]  # [F, B, N]
+            context = torch.cat([torch.zeros_like(before[..., :1]), before], dim=-1)  # [F, B, N+1]
+            child = child & (context | ~self._has_context.to(device)[:, None, None])
+        if bool((self._position > 0).any()):
+            where = self._position.to(device)[:, None, None]
+            first = positions[None, :] == 1
+            last = positions[None, :] == lengths[:, None]  # [B, N+1]
+            child = child & ((where == 0) | ((where == 1) & first) | ((where == 2) & last))
+        return child
+
     def features(self, upos: Tensor, lengths: Tensor) -> ConstraintFeatures:
         """Vectorise the constraints for a batch.
 
@@ -231,18 +260,7 @@ class ConstraintSet:
         size = upos.shape[1]
         positions = torch.arange(size, device=device)
         is_word = (positions > 0) & (positions <= lengths[:, None])  # [B, N+1]
-        child = self._child.to(device)[:, upos] & is_word  # [F, B, N+1]
-        if bool(self._has_context.any()):
-            # Context: the preceding word's UPOS (position p-1); word 1 follows ROOT, so a
-            # constraint with a context never counts it.
-            before = self._after.to(device)[:, upos[:, :-1]] & is_word[:, :-1]  # [F, B, N]
-            context = torch.cat([torch.zeros_like(before[..., :1]), before], dim=-1)  # [F, B, N+1]
-            child = child & (context | ~self._has_context.to(device)[:, None, None])
-        if bool((self._position > 0).any()):
-            where = self._position.to(device)[:, None, None]
-            first = positions[None, :] == 1
-            last = positions[None, :] == lengths[:, None]  # [B, N+1]
-            child = child & ((where == 0) | ((where == 1) & first) | ((where == 2) & last))
+        child = self.children(upos, lengths)  # [F, B, N+1]
         pair = self._pairs.to(device)[:, upos[:, :, None], upos[:, None, :]]  # [F, B, dep, head]
         root = self._roots.to(device)[:, upos] & child  # [F, B, dep]
         offset = positions[None, :] - positions[:, None]  # [dep, head]: head - dep

@@ -112,7 +112,8 @@ class Constraint:
     after:     UPOS tags one of which the word immediately before the child must have (the
                child's context: it restricts the constrained words); ``None`` = no restriction.
     pooled:    for ``consistent``: one side for all child tags together instead of one per tag.
-    weight:    for ``consistent``: the factor on its penalties (1.0 otherwise).
+    weight:    the factor on its penalty: a ``consistent`` constraint's from its spec; an
+               estimated constraint's confidence (``parser.constraints.estimated``); else 1.0.
     grandparent: UPOS tags (or ``("ROOT",)``) the head's own head must have: a second-order
                constraint over arc pairs; ``None`` = first order.
     position:  ``"first"`` or ``"last"``: only the sentence's first or last word is a child;

@@ -18,6 +18,8 @@ position 0 is ROOT and ignored, positions beyond ``lengths[b]`` are padding and 
 >>> scores = metric.compute()
 >>> round(scores["uas"], 2), round(scores["las"], 2), scores["n_words"]
 (66.67, 66.67, 3)
+>>> metric.sentence_counts().tolist()  # per sentence: words, heads right, heads and labels right
+[[3, 2, 2]]
 """
 
 from __future__ import annotations
@@ -88,6 +90,8 @@ class AttachmentMetric:
         self._lengths = torch.zeros(len(LENGTH_BUCKETS), 4, dtype=torch.long)
         # [universal relation, (gold, predicted, head correct, labeled correct)]
         self._relations = torch.zeros(0, 4, dtype=torch.long)
+        # per batch: [B, (words, head correct, labeled correct)], for `sentence_counts`
+        self._sentences: list[Tensor] = []
 
     def update(
         self,
@@ -146,6 +150,15 @@ class AttachmentMetric:
             "label_acc": _percent(self._label, self._words) if labeled else None,
             "n_words": self._words,
         }
+
+    def sentence_counts(self) -> Tensor:
+        """``[S, 3]`` long, one row per sentence in the order of the updates: annotated words,
+        heads correct, heads and universal relations correct (0 without labels). The column sums
+        are the counts `compute` divides, so scores of any subset of sentences follow the same
+        conventions (significance tests resample these rows)."""
+        if not self._sentences:
+            return torch.zeros(0, 3, dtype=torch.long)
+        return torch.cat(self._sentences)
 
     def by_length(self) -> dict[str, dict[str, float | int | None]]:
         """Scores per sentence-length bucket (``"1-10"`` ... ``"41+"``), each with ``uas``, ``las``
@@ -230,6 +243,7 @@ class AttachmentMetric:
             [(lengths > 0).long(), annotated.sum(1), head_ok.sum(1), labeled_ok.sum(1)], dim=1
         )
         self._lengths = self._lengths.index_add(0, bucket.cpu(), counts.cpu())
+        self._sentences.append(counts[:, 1:].cpu())
 
     def _add_relations(
         self, gold_u: Tensor, pred_u: Tensor | None, annotated: Tensor, head_ok: Tensor, labeled_ok: Tensor

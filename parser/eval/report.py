@@ -22,8 +22,8 @@ from parser.eval.official import official_scores
 from parser.runtime.io_atomic import atomic_write
 
 __all__ = [
-    "evaluation_report", "file_report", "format_report", "metrics_path_for", "read_trees",
-    "write_metrics_json",
+    "evaluation_report", "file_report", "format_report", "metrics_path_for", "read_aligned_trees",
+    "read_trees", "sentence_counts", "write_metrics_json",
 ]
 
 Heads = Sequence[Sequence["int | None"]]
@@ -45,6 +45,18 @@ def evaluation_report(
     >>> round(report["uas"], 2), round(report["las"], 2), report["by_relation"]["det"]["count"]
     (66.67, 66.67, 1)
     """
+    metric, universal = _accumulate(gold_heads, gold_rels, pred_heads, pred_rels, batch_size=batch_size)
+    report = dict(metric.compute())
+    report["n_sentences"] = len(gold_heads)
+    report["by_length"] = metric.by_length()
+    report["by_relation"] = metric.by_relation(universal)
+    return report
+
+
+def _accumulate(
+    gold_heads: Heads, gold_rels: Rels, pred_heads: Heads, pred_rels: Rels | None, *, batch_size: int,
+) -> tuple[AttachmentMetric, list[str]]:
+    """The `AttachmentMetric` over all sentences and the universal relation names it is keyed by."""
     if batch_size < 1:
         raise ValueError(f"batch_size: expected a positive integer, got {batch_size}")
     _check_lengths("gold_rels", gold_rels, gold_heads)
@@ -71,11 +83,7 @@ def evaluation_report(
             )
         except ValueError as error:  # tensor indices are batch-local: say which sentences
             raise ValueError(f"sentences from {start} on (index 0 = first sentence): {error}") from error
-    report = dict(metric.compute())
-    report["n_sentences"] = len(gold_heads)
-    report["by_length"] = metric.by_length()
-    report["by_relation"] = metric.by_relation(universal)
-    return report
+    return metric, universal
 
 
 def read_trees(path: str | os.PathLike) -> list[dict]:
@@ -103,11 +111,29 @@ def file_report(gold_path: str | os.PathLike, pred_path: str | os.PathLike, *, o
     """`evaluation_report` of a prediction file against its gold file, plus ``official`` (F1 of
     the official CoNLL 2018 metrics, see `official_scores`) unless ``official=False``, and the two
     paths. The files must hold the same sentences and words (gold tokenisation): else ValueError
-    naming both files and the sentence."""
+    naming both files and the sentence (see `read_aligned_trees`)."""
+    gold_path, pred_path = Path(gold_path), Path(pred_path)
+    report = evaluation_report(*_file_columns(gold_path, pred_path))
+    if official:
+        report["official"] = official_scores(gold_path, pred_path)
+    report["gold"], report["prediction"] = str(gold_path), str(pred_path)
+    return report
+
+
+def sentence_counts(gold_path: str | os.PathLike, pred_path: str | os.PathLike) -> torch.Tensor:
+    """``[S, 3]`` long, per sentence of the files: words scored, heads correct, heads and
+    universal relations correct, counted exactly as `file_report` counts (so the column sums give
+    its UAS/LAS, which equal the official script's on gold tokenisation). Errors as `file_report`."""
+    metric, _ = _accumulate(*_file_columns(Path(gold_path), Path(pred_path)), batch_size=256)
+    return metric.sentence_counts()
+
+
+def read_aligned_trees(gold_path: str | os.PathLike, pred_path: str | os.PathLike) -> tuple[list, list]:
+    """`read_trees` of both files, checked to be the same sentences with the same words and every
+    predicted HEAD set; else ValueError naming the prediction file, the sentence (number from 1
+    and sent_id) and what differs."""
     gold_path, pred_path = Path(gold_path), Path(pred_path)
     gold, pred = read_trees(gold_path), read_trees(pred_path)
-    if len(gold) != len(pred):
-        raise ValueError(f"{pred_path} has {len(pred)} sentences, gold {gold_path} has {len(gold)}")
     for number, (g, p) in enumerate(zip(gold, pred), start=1):
         if g["forms"] != p["forms"]:
             raise ValueError(
@@ -117,15 +143,19 @@ def file_report(gold_path: str | os.PathLike, pred_path: str | os.PathLike, *, o
         for word, head in enumerate(p["heads"], start=1):
             if head is None:
                 raise ValueError(f"{pred_path}: sentence {number} (sent_id {p['sent_id']}) word {word}: HEAD is '_'")
-    report = evaluation_report(
-        # '_' is a relation like any other for the official script, so it is one here too.
-        [g["heads"] for g in gold], [[r or "_" for r in g["rels"]] for g in gold],
-        [p["heads"] for p in pred], [[r or "_" for r in p["rels"]] for p in pred],
-    )
-    if official:
-        report["official"] = official_scores(gold_path, pred_path)
-    report["gold"], report["prediction"] = str(gold_path), str(pred_path)
-    return report
+    if len(gold) != len(pred):
+        first = min(len(gold), len(pred)) + 1
+        where = "missing from it" if len(pred) < len(gold) else "not in the gold file"
+        raise ValueError(f"{pred_path} has {len(pred)} sentences, gold {gold_path} has {len(gold)}: "
+                         f"sentence {first} on {where}")
+    return gold, pred
+
+
+def _file_columns(gold_path: Path, pred_path: Path) -> tuple[Heads, Rels, Heads, Rels]:
+    gold, pred = read_aligned_trees(gold_path, pred_path)
+    # '_' is a relation like any other for the official script, so it is one here too.
+    return ([g["heads"] for g in gold], [[r or "_" for r in g["rels"]] for g in gold],
+            [p["heads"] for p in pred], [[r or "_" for r in p["rels"]] for p in pred])
 
 
 def metrics_path_for(pred_path: str | os.PathLike) -> Path:

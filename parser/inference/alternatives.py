@@ -10,8 +10,10 @@ model the relations are summed out (the k best trees are those of highest probab
 best relation on its arc under the UD rules' per-head limits), as for the best tree.
 
 - ``kbest=K``: the K most probable trees, best first (``TreeCRF.kbest``, exact; fewer when a
-  sentence has fewer trees). Rank 1 is the maximum spanning tree, i.e. the normal output unless
-  the decoder is projective or re-attaches punct/cc (``attach_to_units``).
+  sentence has fewer trees). Rank 1 is the CRF's maximum spanning tree: the normal output unless
+  the decoder changes it (projective decoding, the punct/cc re-attachment ``attach_to_units``,
+  the UD punct rule's non-crossing attachment of PUNCT words), as these are not properties of
+  the distribution.
 - ``samples=K, seed=S``: K exact samples per sentence (``TreeCRF.sample``). Each sentence draws
   from its own generator, seeded from ``(S, its 0-based position in the input)``, on its own
   (unpadded) scores: the samples do not depend on the batching (``tokens_per_batch``, chunks)
@@ -19,8 +21,8 @@ best relation on its arc under the UD rules' per-head limits), as for the best t
 - constraints: the trees (best, k best, samples, and the marginals of ``confidence``) are those
   of the restricted distribution, and probabilities are conditional on the constraints. A
   constrained sentence's best tree is the restricted CRF's maximum spanning tree (no projective
-  decoding, no punct/cc re-attachment: both could break the given arcs); unconstrained
-  sentences are decoded as usual. A sentence whose constraints admit no tree gets no tree and
+  decoding, punct/cc re-attachment or UD punct attachment: they could break the given arcs);
+  unconstrained sentences are decoded as usual. A sentence whose constraints admit no tree gets no tree and
   an error message (``SentenceTrees.error``).
 """
 
@@ -130,7 +132,8 @@ def parse_alternatives(
             else:
                 heads = _best(model, out, batch.upos, constrained)[None]
                 valid = torch.ones(heads.shape[:2], dtype=torch.bool, device=heads.device)
-            ranks = [_tree_rows(model, out, heads[r], valid[r], vocabs, confidence=confidence)
+            ranks = [_tree_rows(model, out, heads[r], valid[r], vocabs, upos=batch.upos,
+                                confidence=confidence)
                      for r in range(heads.shape[0])]
             own = getattr(out, "upos", None)
             for b, i in enumerate(index):
@@ -198,9 +201,10 @@ def _samples(dist: TreeCRF, n: int, seeds: Sequence[int]) -> Tensor:
 
 
 def _tree_rows(model: ParserModel, out: ParserOutput, heads: Tensor, valid: Tensor,
-               vocabs: Vocabularies, *, confidence: bool) -> list[Tree | None]:
-    """One :class:`Tree` per row of ``heads [B, N+1]`` (None where not ``valid``)."""
-    rels = model.relations(out, heads)
+               vocabs: Vocabularies, *, upos: Tensor, confidence: bool) -> list[Tree | None]:
+    """One :class:`Tree` per row of ``heads [B, N+1]`` (None where not ``valid``); ``upos``:
+    the batch's tags, for the UD punct rule's relations."""
+    rels = model.relations(out, heads, upos=upos)
     log_prob = out.dist.log_prob(heads).tolist()
     sure = batch_confidence(out, heads, rels) if confidence else None
     trees: list[Tree | None] = []

@@ -10,7 +10,8 @@ from omegaconf import OmegaConf
 
 from parser.config import ModelConfig
 from parser.data.vocab import Vocabularies
-from parser.models.parser_model import ParserModel, build_parser, upos_ids
+from parser.models.parser_model import ParserModel, build_parser, ud_rules_of, upos_ids
+from parser.models.ud_rules import parse_rules
 from parser.runtime.checkpoint import CheckpointError, load_checkpoint
 
 __all__ = ["load_decoder", "load_parser", "parser_from_state"]
@@ -45,13 +46,17 @@ def parser_from_state(state: dict, *, where: str) -> tuple[ParserModel, Vocabula
 
 def load_decoder(checkpoint: str | Path, *, device: torch.device | str,
                  projective: bool | None = None, attach_to_units: Sequence[str] | None = None,
+                 ud_rules: str | Sequence[str] | None = None,
                  ) -> tuple[ParserModel, Vocabularies, dict]:
     """:func:`load_parser` with the decoder options of ``parser-predict`` / ``parser-evaluate``
     applied: ``projective`` overrides ``model.projective``, ``attach_to_units`` (UPOS names)
-    ``model.attach_to_units``; None keeps the checkpoint's."""
+    ``model.attach_to_units``, ``ud_rules`` (``all``, ``none`` or rule names,
+    :mod:`parser.models.ud_rules`) ``model.ud_rules``; None keeps the checkpoint's."""
     model, vocabs, config = load_parser(checkpoint, device=device)
     if projective is not None:
         model.projective = projective
     if attach_to_units is not None:
         model.unit_tags = upos_ids(list(attach_to_units), vocabs.upos, option="attach_to_units")
+    if ud_rules is not None:
+        model.ud_rules = ud_rules_of(parse_rules(ud_rules), vocabs.rels, vocabs.upos)
     return model, vocabs, config

@@ -84,22 +84,25 @@ def parse(
                 metric.update(pred_heads, pred_rels, batch.heads, batch.rels, batch.lengths,
                               rel_universal=rel_universal.to(pred_heads.device))
             batch_sure = batch_confidence(out, pred_heads, pred_rels) if confidence else None
-            for b, index in enumerate(batch.index.tolist()):
+            # Python lists once per batch, not per sentence (tensor indexing costs ~µs a call).
+            own = getattr(out, "upos", None)  # a parser with a UPOS head (TaggedOutput)
+            batch_heads = pred_heads.tolist()
+            batch_rels = pred_rels.tolist() if pred_rels is not None else None
+            batch_tags = own.tolist() if own is not None else None
+            if own is not None:
+                gold = (batch.upos > UNK) & batch.word_mask  # the head's own guess against the given tag
+                guess = out.tag_scores[..., 3:].argmax(-1) + 3
+                known += int(gold.sum())
+                tagged += int((guess == batch.upos)[gold].sum())
+            rel_names, tag_names = vocabs.rels.tokens, vocabs.upos.tokens
+            for b, (index, n) in enumerate(zip(batch.index.tolist(), batch.lengths.tolist())):
                 if batch_sure is not None:
                     sure[index] = batch_sure[b]
-                n = int(batch.lengths[b])
-                heads[index] = pred_heads[b, 1 : n + 1].tolist()
-                if pred_rels is None:
-                    rels[index] = [None] * n
-                else:
-                    rels[index] = [vocabs.rels.token(r) for r in pred_rels[b, 1 : n + 1].tolist()]
-                own = getattr(out, "upos", None)  # a parser with a UPOS head (TaggedOutput)
-                if own is not None:
-                    tags[index] = [vocabs.upos.token(t) for t in own[b, 1 : n + 1].tolist()]
-                    given, guess = batch.upos[b, 1 : n + 1], out.tag_scores[b, 1 : n + 1, 3:]
-                    gold = given > UNK  # the head's own guess against the given tag
-                    known += int(gold.sum())
-                    tagged += int((guess.argmax(-1) + 3 == given)[gold].sum())
+                heads[index] = batch_heads[b][1 : n + 1]
+                rels[index] = ([None] * n if batch_rels is None
+                               else [rel_names[r] for r in batch_rels[b][1 : n + 1]])
+                if batch_tags is not None:
+                    tags[index] = [tag_names[t] for t in batch_tags[b][1 : n + 1]]
     finally:
         model.train(was_training)
     scores = metric.compute() if metric is not None else None

@@ -52,6 +52,7 @@ def predict_file(
     retag: bool = False,
     projective: bool | None = None,
     attach_to_units: Sequence[str] | None = None,
+    ud_rules: str | Sequence[str] | None = None,
     keep_deps: bool = False,
     chunk_size: int = 1000,
     confidence: bool = False,
@@ -65,7 +66,7 @@ def predict_file(
     docstring). ``projective`` overrides the checkpoint's decoder (``model.projective``): True for
     the best projective tree (Eisner), False for the maximum spanning tree; ``attach_to_units``
     overrides ``model.attach_to_units`` (UPOS tags re-attached by the UD punct/cc rule; ``[]`` for
-    none). DEPS becomes ``_`` (it would contradict the new heads) unless ``keep_deps``. The input
+    none); ``ud_rules`` overrides ``model.ud_rules`` (:mod:`parser.models.ud_rules`). DEPS becomes ``_`` (it would contradict the new heads) unless ``keep_deps``. The input
     is read twice, checked then parsed ``chunk_size`` sentences at a time, so memory does not grow
     with its length. ``confidence``: the tree CRF's marginals of each word's head and relation in
     MISC and the tree's log-probability, entropy and expected correct heads as comments
@@ -111,7 +112,7 @@ def predict_file(
         missing += sum(tag is None for tag in sentence.upos)
     torch_device = resolve_device(device)
     model, vocabs, config = load_decoder(checkpoint, device=torch_device, projective=projective,
-                                         attach_to_units=attach_to_units)
+                                         attach_to_units=attach_to_units, ud_rules=ud_rules)
     if tagger is None and missing and reads_upos(config):
         if missing == total:
             raise ValueError(

@@ -22,10 +22,12 @@ from parser.data.vocab import ROOT, UNK, Vocab
 from parser.models.build import build_scorer, scorer_options
 from parser.models.edge_scores import CRF_KINDS, EdgeScores, to_output
 from parser.models.ud_rules import UDRules, choose_relations, constrain, parse_rules
-from parser.structs import ParserOutput, attach_to_units
+from parser.structs import ParserOutput, attach_punct_projectively, attach_to_units
+from parser.structs.common import word_mask
 
 __all__ = [
-    "ParserModel", "TaggedOutput", "build_parser", "reads_own_tags", "scorer_kwargs", "ud_rules_of", "upos_ids",
+    "ParserModel", "TaggedOutput", "build_parser", "reads_own_tags", "scorer_kwargs", "tempered", "ud_rules_of",
+    "upos_ids",
 ]
 
 N_SPECIAL_TAGS = 3  # UPOS ids 0..2 (PAD, UNK, ROOT): never a word's tag
@@ -111,16 +113,12 @@ class ParserModel(nn.Module):
         return self._tagged(out, edge_scores.tags, batch)
 
     def for_prediction(self, edge_scores: EdgeScores) -> EdgeScores:
-        """The scores a trained parser predicts from: divided by the calibration temperatures,
-        then masked by the UD rules (so that the argmax, marginals, k-best trees and samples obey
-        them)."""
-        if self.arc_temperature != 1.0 or self.label_temperature != 1.0:
-            labels = edge_scores.labels
-            edge_scores = EdgeScores(
-                arcs=edge_scores.arcs / self.arc_temperature,
-                labels=None if labels is None else labels / self.label_temperature,
-                tags=edge_scores.tags)
-        return constrain(edge_scores, self.ud_rules, labels=self.labels)
+        """The scores a trained parser predicts from: masked by the UD rules (so that the argmax,
+        marginals, k-best trees and samples obey them), then divided by the calibration
+        temperatures (:func:`tempered`)."""
+        constrained = constrain(edge_scores, self.ud_rules, labels=self.labels)
+        return tempered(constrained, arc_temperature=self.arc_temperature,
+                        label_temperature=self.label_temperature)
 
     def _tagged(self, out: ParserOutput, tag_scores: Tensor, batch: Batch) -> TaggedOutput:
         guess = tag_scores[..., N_SPECIAL_TAGS:].argmax(-1) + N_SPECIAL_TAGS
@@ -141,28 +139,54 @@ class ParserModel(nn.Module):
         """Best trees: ``heads`` ``[B, dep]`` and ``rels`` ``[B, dep]`` (``None`` if unlabeled).
 
         The tree is the maximum spanning tree, or the best projective one when
-        ``self.projective``; then the words whose UPOS (``upos [B, N+1]``) is one of ``unit_tags``
-        are re-attached by the UD punct/cc rule (:func:`parser.structs.attach_to_units`).
-        Joint labels: each word's best label on its arc; a classifier's relation is its best
-        non-special label on the predicted arc.
+        ``self.projective``; then the words whose UPOS (``upos [B, N+1]``; the model's own tags
+        when it predicts them) is one of ``unit_tags`` are re-attached by the UD punct/cc rule
+        (:func:`parser.structs.attach_to_units`), and with the UD punct rule the PUNCT words
+        are attached without crossing arcs (:func:`parser.structs.attach_punct_projectively`).
+        Relations: :meth:`relations`.
         """
         if getattr(out, "upos", None) is not None:
             upos = out.upos  # the model's own tags (TaggedOutput)
-        best = out.dist.argmax(projective=self.projective)
+        punct = self._punct_words(upos)
+        dist = out.dist
+        if punct is not None:  # the root word is not punctuation (unless every word is)
+            lone = (punct | ~word_mask(dist.lengths, punct.shape[1])).all(1)
+            no_root = torch.zeros_like(dist.arc_mask)
+            no_root[..., 0] = punct & ~lone[:, None]
+            dist = dist.restrict(~no_root)
+        best = dist.argmax(projective=self.projective)
         heads = best[0] if isinstance(best, tuple) else best
+        lengths = dist.lengths
         if self.unit_tags:
             if upos is None:
                 raise ValueError("ParserModel.decode: attach_to_units needs the batch's UPOS (upos=)")
             marked = torch.isin(upos, torch.tensor(self.unit_tags, device=upos.device))
-            heads = attach_to_units(heads, out.dist.lengths, marked)
-        return heads, self.relations(out, heads)
+            heads = attach_to_units(heads, lengths, marked)
+        if punct is not None:
+            heads, stuck = attach_punct_projectively(heads, lengths, punct, dist.arc_scores)
+            if bool(stuck.any()) and not self.projective:
+                # A mark in the gap of crossing arcs has no valid head: those sentences get the
+                # best projective tree, where one always exists.
+                projective = dist.argmax(projective=True)
+                projective = projective[0] if isinstance(projective, tuple) else projective
+                again, _ = attach_punct_projectively(projective, lengths, punct, dist.arc_scores)
+                heads = torch.where(stuck[:, None], again, heads)
+        return heads, self.relations(out, heads, upos=upos)
+
+    def _punct_words(self, upos: Tensor | None) -> Tensor | None:
+        """``[B, N+1]`` the words the UD punct rule treats as punctuation (None: rule off)."""
+        rules = self.ud_rules
+        if rules is None or rules.punct_tag is None or upos is None:
+            return None
+        return upos == rules.punct_tag
 
     @torch.no_grad()
-    def relations(self, out: ParserOutput, heads: Tensor) -> Tensor | None:
+    def relations(self, out: ParserOutput, heads: Tensor, *, upos: Tensor | None = None) -> Tensor | None:
         """Relations ``[B, N+1]`` of the trees ``heads`` (None for an unlabeled model): each word's
         best relation on its arc (a classifier's best non-special one), except that the UD rules'
         one-subject / one-object limits choose each head's relations jointly
-        (:func:`parser.models.ud_rules.choose_relations`)."""
+        (:func:`parser.models.ud_rules.choose_relations`) and their punct rule gives ``punct`` to
+        the words tagged PUNCT (``upos``, or the model's own tags) and to no other word."""
         dist = out.dist
         if out.label_scores is not None:
             scores = out.label_scores
@@ -173,11 +197,37 @@ class ParserModel(nn.Module):
         index = heads.clamp(min=0)[..., None, None].expand(*heads.shape, 1, scores.shape[-1])
         on_arc = scores.gather(2, index).squeeze(2).clone()  # [B, dep, L]
         on_arc[..., :N_SPECIAL_RELS] = float("-inf")
+        punct = self._punct_words(out.upos if getattr(out, "upos", None) is not None else upos)
+        if punct is not None:  # (a punctuation mark alone in its sentence stays its root)
+            punct = punct & (heads != 0)
+            is_punct = torch.arange(on_arc.shape[-1], device=on_arc.device) == self.ud_rules.punct_rel
+            on_arc = on_arc.masked_fill(punct[..., None] != is_punct, float("-inf"))
         size = heads.shape[1]
         words = (torch.arange(size, device=heads.device)[None, :] >= 1) & (
             torch.arange(size, device=heads.device)[None, :] <= dist.lengths[:, None])
         chosen = choose_relations(on_arc, heads, words, self.ud_rules)
         return chosen.masked_fill(~words, 0)
+
+
+def tempered(edge_scores: EdgeScores, *, arc_temperature: float, label_temperature: float) -> EdgeScores:
+    """``edge_scores`` with arcs divided by ``arc_temperature`` and relation scores by
+    ``label_temperature`` (:mod:`parser.inference.calibration` fits both on dev).
+
+    Applied after the UD rules' masks, so a classifier's arc scores already carry the log of
+    their allowed relations' probability: dividing them by T > 0 scales every arc alike, so the
+    maximum spanning tree (and the best projective tree) are unchanged and only the marginals
+    move. A joint model is calibrated with one temperature for both (its labeled scores are
+    ``arcs + labels``: equal temperatures scale them alike; unequal ones would change its trees).
+    """
+    for name, value in (("arc_temperature", arc_temperature), ("label_temperature", label_temperature)):
+        if not value > 0 or value == float("inf"):
+            raise ValueError(f"{name}={value}: a temperature must be a positive finite number")
+    if arc_temperature == 1.0 and label_temperature == 1.0:
+        return edge_scores
+    labels = edge_scores.labels
+    return EdgeScores(arcs=edge_scores.arcs / arc_temperature,
+                      labels=None if labels is None else labels / label_temperature,
+                      tags=edge_scores.tags)
 
 
 def build_parser(
@@ -231,17 +281,17 @@ def build_parser(
     return ParserModel(scorer, labels=LabelMode(cfg.labels).value, single_root=cfg.single_root,
                        projective=cfg.projective, crf=cfg.crf, unit_tags=unit_tags,
                        tag_loss_weight=tag_loss_weight, own_tags=upos_input is not UposInput.gold,
-                       ud_rules=ud_rules_of(_get(cfg, "ud_rules", ()), rels))
+                       ud_rules=ud_rules_of(_get(cfg, "ud_rules", ()), rels, upos))
 
 
-def ud_rules_of(names: Any, rels: Vocab | None) -> UDRules | None:
+def ud_rules_of(names: Any, rels: Vocab | None, upos: Vocab | None = None) -> UDRules | None:
     """The UD rules ``names`` (``all``/``none``/a list, :func:`parser.models.ud_rules.parse_rules`)
-    over the relation vocabulary ``rels``; None without one."""
+    over the relation vocabulary ``rels`` (and ``upos`` for the punct rule); None without one."""
     if rels is None:
         return None
     if OmegaConf.is_config(names):
         names = OmegaConf.to_container(names)
-    return UDRules.from_vocab(rels, parse_rules(names if names is not None else "none"))
+    return UDRules.from_vocab(rels, parse_rules(names if names is not None else "none"), upos=upos)
 
 
 def _get(cfg: ModelConfig | Mapping[str, Any], key: str, default: Any) -> Any:

@@ -6,7 +6,12 @@
   never go from a head on the right to a dependent on its left (``right-to-left-*``);
 - ``one_subject`` / ``one_object``: at most one subject (``nsubj``/``csubj`` and subtypes, except
   ``:outer``) and at most one ``obj`` per head (``too-many-subjects``, ``too-many-objects``). The
-  validator enforces both on every released treebank, so a UD training set never has more.
+  validator enforces both on every released treebank, so a UD training set never has more;
+- ``punct``: words tagged PUNCT (the model's own tags, or the input's) take the relation
+  ``punct`` and no other word does (``rel-upos-punct``, ``upos-rel-punct``), and are attached
+  without crossing arcs, to their best head among those the validator allows
+  (:mod:`parser.structs.decoding.punct_attachment`; ``punct-is-nonproj``,
+  ``punct-causes-nonproj``).
 
 The first two are masks on the labels of an arc (:meth:`UDRules.allowed`). They are applied to the
 scores before the tree distribution is built (:func:`constrain`), so the argmax, the marginals,
@@ -14,7 +19,9 @@ k-best trees and samples all respect them: with a label classifier (Dozat & Mann
 ``h -> d`` keeps the weight of its allowed labels only, ``s(h, d) + log sum_{l allowed} p(l | h,
 d)``, the distribution of the joint model conditioned on valid labels. The per-head limits tie
 the labels of siblings, so they are not arc factored: given a tree, the labels of each head's
-dependents are chosen jointly and exactly (:func:`choose_relations`).
+dependents are chosen jointly and exactly (:func:`choose_relations`). The punct rule reads the
+predicted tags, which are not part of the tree distribution: it applies to the decoded tree (and
+to k-best trees and samples through :meth:`ParserModel.relations`), not to the marginals.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from parser.models.edge_scores import EdgeScores
 
 __all__ = ["LEFT_TO_RIGHT", "RULES", "UDRules", "choose_relations", "constrain", "parse_rules"]
 
-RULES = ("root", "left_to_right", "one_subject", "one_object")
+RULES = ("root", "left_to_right", "one_subject", "one_object", "punct")
 LEFT_TO_RIGHT = ("conj", "flat", "fixed", "appos", "goeswith")
 FIRST_REAL = 3  # relation ids 0..2 (PAD, UNK, ROOT) are never a word's relation
 
@@ -62,19 +69,25 @@ def _udeprel(name: str) -> str:
 @dataclass(frozen=True)
 class UDRules:
     """The rules of a relation vocabulary: ids of ``root``, of the left-to-right relations, of the
-    subjects and objects limited to one per head (empty: that rule is off)."""
+    subjects and objects limited to one per head, of the relation ``punct`` and the UPOS ``PUNCT``
+    (None / empty: that rule is off)."""
 
     root: int | None
     left_to_right: tuple[int, ...]
     subjects: tuple[int, ...]
     objects: tuple[int, ...]
+    punct_rel: int | None = None
+    punct_tag: int | None = None
 
     @classmethod
-    def from_vocab(cls, rels: Vocab, names: Sequence[str] = RULES) -> UDRules | None:
-        """The rules ``names`` over ``rels``; None when none applies (no rule, or a relation set
-        without UD's relations)."""
+    def from_vocab(cls, rels: Vocab, names: Sequence[str] = RULES, *, upos: Vocab | None = None,
+                   ) -> UDRules | None:
+        """The rules ``names`` over ``rels`` (and ``upos``, for the punct rule); None when none
+        applies (no rule, or a relation set without UD's relations)."""
         tokens = list(rels.tokens)
         ids = range(FIRST_REAL, len(tokens))
+        punct = ("punct" in names and "punct" in tokens and upos is not None
+                 and "PUNCT" in upos.tokens)
         rules = cls(
             root=tokens.index("root") if "root" in names and "root" in tokens else None,
             left_to_right=tuple(i for i in ids if "left_to_right" in names
@@ -82,8 +95,11 @@ class UDRules:
             subjects=tuple(i for i in ids if "one_subject" in names and _udeprel(tokens[i]) in
                            ("nsubj", "csubj") and not tokens[i].endswith(":outer")),
             objects=tuple(i for i in ids if "one_object" in names and _udeprel(tokens[i]) == "obj"),
+            punct_rel=tokens.index("punct") if punct else None,
+            punct_tag=upos.index("PUNCT") if punct else None,
         )
-        empty = rules.root is None and not (rules.left_to_right or rules.subjects or rules.objects)
+        empty = rules.root is None and rules.punct_rel is None and not (
+            rules.left_to_right or rules.subjects or rules.objects)
         return None if empty else rules
 
     @property

@@ -7,8 +7,12 @@ Each key names a term; its kind is the key itself or the term's ``type`` option 
 kind can coexist: ``{risk_las: {type: risk, labeled: true}}``), looked up in the registry
 (``parser.objectives.registry``). Every term accepts ``weight`` (default 1.0; 0, a null weight or
 a null entry leaves the term out; other null options mean their default), ``warmup`` (steps,
-default 0) and ``stream`` (default: the kind's declared stream), besides its kind's own options
-(the fields of its registered options dataclass). :func:`resolve_terms` is the one place where
+default 0), ``stream`` (default: the kind's declared stream) and the annealing options
+(``parser.objectives.schedule``): ``weight_schedule`` (``constant``, ``linear``, ``cosine`` or
+``exponential``) from ``weight_start`` to ``weight`` over ``weight_steps``, and ``temperature``
+(default 1; the term sees ``p^(1/T)``) with ``temperature_schedule`` from ``temperature_start``
+over ``temperature_steps``; besides its kind's own options (the fields of its registered options
+dataclass). :func:`resolve_terms` is the one place where
 terms are resolved to kinds: the trainer uses it to find what the terms need (constraints, a
 teacher, UPOS) before it builds them.
 """
@@ -22,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from parser.objectives.base import ParserOutput
 from parser.objectives.registry import NEEDS, ObjectiveKind, Resources, get_kind
+from parser.objectives.schedule import Schedule
 from parser.objectives.weighted import Term, WeightedSum
 
 if TYPE_CHECKING:
@@ -41,10 +46,15 @@ class TermSpec:
     weight: float
     warmup: int
     stream: str
+    weight_schedule: Schedule | None = None
+    temperature: Schedule | None = None
 
     def build(self, resources: Resources) -> Term:
         objective = self.kind.make(self.name, self.options, resources)
-        return Term(name=self.name, objective=objective, weight=self.weight, warmup=self.warmup, stream=self.stream)
+        return Term(
+            name=self.name, objective=objective, weight=self.weight, warmup=self.warmup, stream=self.stream,
+            weight_schedule=self.weight_schedule, temperature=self.temperature,
+        )
 
 
 def resolve_terms(spec: Mapping | object) -> tuple[TermSpec, ...]:
@@ -67,15 +77,39 @@ def resolve_terms(spec: Mapping | object) -> tuple[TermSpec, ...]:
         kind = get_kind(str(options.get("type", name)), term=name)
         parsed = kind.parse(name, options)
         weight = float(options.get("weight", 1.0))
-        if weight == 0.0:
-            continue
+        weight_schedule, temperature = _schedules(str(name), options, weight=weight)
+        if weight == 0.0 and (weight_schedule is None or weight_schedule.first == 0.0):
+            continue  # an annealed weight that starts above 0 keeps the term
         terms.append(
             TermSpec(
                 name=str(name), kind=kind, options=parsed, weight=weight,
                 warmup=int(options.get("warmup", 0)), stream=str(options.get("stream", kind.stream)),
+                weight_schedule=weight_schedule, temperature=temperature,
             )
         )
     return tuple(terms)
+
+
+def _schedules(term: str, options: Mapping, *, weight: float) -> tuple[Schedule | None, Schedule | None]:
+    """The term's weight and temperature schedules (None where its options give none)."""
+    found = []
+    for value, prefix in ((weight, "weight"), (None, "temperature")):
+        keys = (f"{prefix}_start", f"{prefix}_schedule", f"{prefix}_steps") + (() if value is not None else (prefix,))
+        if not any(key in options for key in keys):
+            found.append(None)
+            continue
+        try:
+            end = float(options.get(prefix, 1.0)) if value is None else value
+            start = options.get(f"{prefix}_start")
+            found.append(Schedule(
+                end=end, start=None if start is None else float(start),
+                shape=str(options.get(f"{prefix}_schedule", "constant")), steps=int(options.get(f"{prefix}_steps", 0)),
+            ))
+            if prefix == "temperature" and not (found[-1].first > 0 and end > 0):
+                raise ValueError(f"temperatures must be > 0, got {found[-1].first} and {end}")
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"objective term {term!r}: {prefix} options: {error}") from None
+    return found[0], found[1]
 
 
 def terms_needing(spec: Mapping | object | None, need: str) -> list[str]:

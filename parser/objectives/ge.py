@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
 CRITERIA = ("squared", "kl")
 AGGREGATES = ("batch", "corpus")
+TARGETS = ("given", "estimated")
 
 
 @dataclass(frozen=True)
@@ -70,13 +71,39 @@ class GEOptions:
     """The options of a ``ge`` term: ``criterion``, ``aggregate``, ``eps`` (see
     ``GeneralizedExpectation``), and the constraint set the trainer loads and passes as
     ``constraints=``: ``constraints`` (a set name or YAML file, ``oracle`` from the labeled trees)
-    and ``top_k`` (an oracle set's size)."""
+    and ``top_k`` (an oracle set's size). ``targets: estimated`` re-estimates the targets on the
+    run's labeled trees, unrounded, each constraint weighted by a confidence
+    (``parser.constraints.estimated``), over ``features``: ``set`` (the set's constraints),
+    ``templates`` (parent UPOS, child UPOS, direction, kept from ``min_count`` supporting words)
+    or ``both``; ``smoothing`` (alpha: the prior's weight in words), ``confidence`` (``count``:
+    ``n / (n + kappa)``; ``none``) and ``kappa``. ``targets: given`` (default) uses the set's
+    written targets."""
 
     criterion: str = "squared"
     aggregate: str = "batch"
     eps: float = 1e-6
     constraints: str = "ud_universal"
     top_k: int = 20
+    targets: str = "given"
+    features: str = "set"
+    smoothing: float = 1.0
+    min_count: int = 10
+    confidence: str = "count"
+    kappa: float = 10.0
+
+    def __post_init__(self) -> None:
+        if self.targets not in TARGETS:
+            raise ValueError(f"ge: targets must be one of {TARGETS}, got {self.targets!r}")
+        # The estimator's choices (parser.constraints.estimated), checked when the config is
+        # resolved rather than after the data are read.
+        if self.features not in ("set", "templates", "both"):
+            raise ValueError(f"ge: features must be one of ('set', 'templates', 'both'), got {self.features!r}")
+        if self.confidence not in ("count", "none"):
+            raise ValueError(f"ge: confidence must be one of ('count', 'none'), got {self.confidence!r}")
+        if self.targets == "given" and self.features != "set":
+            raise ValueError(f"ge: features={self.features!r} needs targets=estimated (templates have no written target)")
+        if self.targets == "estimated" and self.constraints == "oracle":
+            raise ValueError("ge: targets=estimated re-estimates a written set; 'oracle' is estimated already")
 
 
 @register("ge", stream="unlabeled", per_token=False, needs=("upos", "constraints"), options=GEOptions)
@@ -195,6 +222,8 @@ class GeneralizedExpectation:
                 torch.xlogy(target, target) - target * m.log()
                 + torch.xlogy(1 - target, 1 - target) - (1 - target) * (1 - m).log()
             )  # fmt: skip
+        # A constraint's weight: 1 for a written one, its confidence for an estimated one.
+        divergence = divergence * self.constraints.column_weights.to(device)
         lower, upper = (bound.to(device) for bound in self.constraints.column_bounds)
         satisfied = (lower & (model >= target)) | (upper & (model <= target))
         violated = active & ~satisfied

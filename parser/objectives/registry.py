@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = [
     "NEEDS",
     "NEED_OPTIONS",
+    "SCHEDULE_OPTIONS",
     "STREAMS",
     "TERM_OPTIONS",
     "ObjectiveKind",
@@ -58,7 +59,12 @@ STREAMS = ("labeled", "unlabeled", "any")
 NEEDS = ("upos", "constraints", "teacher")
 # The options through which the trainer finds what a need names (parser.train.objective).
 NEED_OPTIONS = {"upos": (), "constraints": ("constraints", "top_k"), "teacher": ("checkpoint",)}
-TERM_OPTIONS = frozenset({"type", "weight", "warmup", "stream"})
+# Every term's options: its kind, weight and warm-up, stream, and annealing (weighted.py).
+SCHEDULE_OPTIONS = frozenset({
+    "weight_start", "weight_schedule", "weight_steps",
+    "temperature", "temperature_start", "temperature_schedule", "temperature_steps",
+})
+TERM_OPTIONS = frozenset({"type", "weight", "warmup", "stream"}) | SCHEDULE_OPTIONS
 
 _KINDS: dict[str, ObjectiveKind] = {}
 _discovered = False

@@ -7,6 +7,11 @@ batch are skipped. A model's own auxiliary losses (``out.auxiliary``, e.g. the U
 already weighted by the model config) are added as terms of their own. Logs are prefixed by the term name (``likelihood/loss``), with each applied
 term's current ``<name>/weight`` and the weighted ``total``.
 
+Annealing, for any term, here and nowhere else (``parser.objectives.schedule``): ``weight_schedule``
+anneals the weight from a start value to ``weight`` (the warm-up factor still multiplies it), and
+``temperature`` anneals a temperature ``T``: the term then sees the tree distribution ``p^(1/T)``
+(scores divided by ``T``) instead of ``p``, and ``<name>/temperature`` is logged.
+
 Data parallelism is a hook of the sum, not a copy of it: called with ``ranks=`` (a
 ``parser.objectives.base.Ranks``), each term reduces its own statistics across ranks. A term whose
 objective defines ``across_ranks`` (a batch or corpus statistic, e.g. GE: the expectations are
@@ -25,6 +30,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from parser.objectives.base import Objective, Output, ParserOutput, Ranks
+from parser.objectives.schedule import Schedule, tempered
 
 if TYPE_CHECKING:
     from parser.data.batch import Batch
@@ -34,13 +40,17 @@ STREAMS = ("labeled", "unlabeled", "any")
 
 @dataclass(frozen=True)
 class Term:
-    """One named, weighted objective of a ``WeightedSum``."""
+    """One named, weighted objective of a ``WeightedSum``. ``weight_schedule`` (ending at
+    ``weight``) anneals the weight; ``temperature`` the temperature of the distribution the
+    objective sees (None: 1)."""
 
     name: str
     objective: Objective
     weight: float = 1.0
     warmup: int = 0
     stream: str = "any"
+    weight_schedule: Schedule | None = None
+    temperature: Schedule | None = None
 
     def __post_init__(self) -> None:
         if not self.name or "/" in self.name:
@@ -51,12 +61,23 @@ class Term:
             raise ValueError(f"Term {self.name!r}: warmup must be >= 0, got {self.warmup}")
         if not callable(self.objective):
             raise ValueError(f"Term {self.name!r}: objective must be callable, got {self.objective!r}")  # noqa: TRY004 (project convention: bad input is a ValueError)
+        if self.weight_schedule is not None and self.weight_schedule.end != self.weight:
+            raise ValueError(
+                f"Term {self.name!r}: the weight schedule ends at {self.weight_schedule.end}, not at weight={self.weight}"
+            )
+        if self.temperature is not None and not (self.temperature.first > 0 and self.temperature.end > 0):
+            raise ValueError(f"Term {self.name!r}: temperatures must be > 0, got {self.temperature}")
 
     def weight_at(self, step: int) -> float:
-        """The warmed-up weight at training step ``step``."""
+        """The (annealed, then warmed-up) weight at training step ``step``."""
+        weight = float(self.weight) if self.weight_schedule is None else self.weight_schedule.at(step)
         if self.warmup == 0:
-            return float(self.weight)
-        return float(self.weight) * min(1.0, max(step, 0) / self.warmup)
+            return weight
+        return weight * min(1.0, max(step, 0) / self.warmup)
+
+    def temperature_at(self, step: int) -> float:
+        """The temperature of the term's distribution at training step ``step`` (1: ``p``)."""
+        return 1.0 if self.temperature is None else self.temperature.at(step)
 
     def applies_to(self, batch: Batch) -> bool:
         if self.stream == "any":
@@ -128,12 +149,16 @@ class WeightedSum:
             if not term.applies_to(batch):
                 continue
             weight = term.weight_at(step)
-            result, scale = _reduced(term.objective, out, batch, ranks=ranks, share=share)
+            temperature = term.temperature_at(step)
+            seen = tempered(out, temperature) if temperature != 1.0 else out
+            result, scale = _reduced(term.objective, seen, batch, ranks=ranks, share=share)
             if weight != 0.0:
                 part = weight * scale * result.loss
                 total = part if total is None else total + part
             logs.update({f"{term.name}/{key}": value * scale for key, value in result.logs.items()})
             logs[f"{term.name}/weight"] = torch.tensor(weight)
+            if term.temperature is not None:
+                logs[f"{term.name}/temperature"] = torch.tensor(temperature)
         if total is None:
             # A zero inside the graph, so that backward (and DDP) still run when no term contributes.
             scores = out.dist.scores

@@ -22,6 +22,7 @@ from parser.structs.chain import LinearChainCRF
 from parser.structs.decoding import (
     KBestTrees,
     NoTreeError,
+    attach_punct_projectively,
     attach_to_units,
     k_best_trees,
     maximum_spanning_tree,
@@ -33,6 +34,6 @@ from parser.structs.tree import TreeCRF, sample_trees
 
 __all__ = [
     "KBestTrees", "LinearChainCRF", "NoTreeError", "ParserOutput", "ProjectiveTreeCRF", "TreeCRF",
-    "TreeDistribution", "attach_to_units", "eisner", "is_projective", "k_best_trees",
+    "TreeDistribution", "attach_punct_projectively", "attach_to_units", "eisner", "is_projective", "k_best_trees",
     "maximum_spanning_tree", "sample_trees",
 ]

@@ -60,6 +60,10 @@ class TreeDistribution(Protocol):
         """The best tree ``heads [B, N+1]`` (``(heads, labels)`` when labeled)."""
         ...
 
+    def restrict(self, allowed: Tensor) -> TreeDistribution:
+        """The distribution conditioned on arcs in ``allowed [B, dep, head]`` (bool)."""
+        ...
+
     def expect_sparse(self, arc_index: Tensor, feature_ids: Tensor, values: Tensor,
                       n_features: int) -> Tensor:
         """E[features] ``[B, n_features]`` from sparse ``(b, dep, head)`` rows."""

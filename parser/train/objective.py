@@ -3,13 +3,14 @@ frozen KL teacher (what the terms' kinds declare they need) loaded here (the obj
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
 from omegaconf import OmegaConf
 
-from parser.constraints import load_constraints
+from parser.constraints import EstimateOptions, estimated_set, load_constraints
 from parser.data.conllu_io import Sentence
 from parser.data.vocab import Vocabularies
 from parser.inference import load_parser
@@ -18,6 +19,8 @@ from parser.objectives import TermSpec, build_objective, resolve_terms
 from parser.runtime.checkpoint import CheckpointError
 
 __all__ = ["build_training_objective"]
+
+log = logging.getLogger(__name__)
 
 
 def _unset_as_none(terms) -> dict:
@@ -53,16 +56,28 @@ def build_training_objective(
 
 
 def _load_constraint_set(term: TermSpec, *, vocabs: Vocabularies, labeled: Sequence[Sentence]):
+    """The term's constraint set; ``oracle`` and ``targets: estimated`` read ``labeled``, the run's
+    labeled training trees (never dev or test)."""
     set_name, upos_names = term.options.constraints or "ud_universal", vocabs.upos.tokens
-    if set_name != "oracle":
+    estimated = getattr(term.options, "targets", "given") == "estimated"
+    if set_name != "oracle" and not estimated:
         return load_constraints(set_name, upos_names)
     if not labeled:
-        raise ValueError(f"objective term {term.name!r}: oracle constraints need labeled trees")
-    return load_constraints(
-        "oracle", upos_names, heads=[s.heads for s in labeled],
-        upos=[[u if u is not None else "_" for u in s.upos] for s in labeled],
-        top_k=int(term.options.top_k),
-    )
+        what = "estimated targets" if estimated else "oracle constraints"
+        raise ValueError(f"objective term {term.name!r}: {what} need labeled trees (data.labeled_size > 0)")
+    heads = [s.heads for s in labeled]
+    upos = [[u if u is not None else "_" for u in s.upos] for s in labeled]
+    if estimated:
+        options = term.options
+        estimate = EstimateOptions(
+            features=options.features, smoothing=float(options.smoothing), min_count=int(options.min_count),
+            confidence=options.confidence, kappa=float(options.kappa),
+        )
+        constraints = estimated_set(set_name, upos_names, heads=heads, upos=upos, options=estimate)
+        log.info("objective term %r: %d constraints with targets estimated from %d labeled trees (%s)",
+                 term.name, len(constraints), len(labeled), constraints.source)
+        return constraints
+    return load_constraints("oracle", upos_names, heads=heads, upos=upos, top_k=int(term.options.top_k))
 
 
 def _load_teacher(term: TermSpec, *, vocabs: Vocabularies, device: torch.device | str) -> ParserModel:

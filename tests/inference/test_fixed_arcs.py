@@ -184,11 +184,9 @@ def test_api_required_and_forbidden(tiny_checkpoint):
         assert must <= arcs and not never & arcs
     assert "words 1" in parsed[2].metadata["parse_error"]
     assert all(w["head"] is None for w in _words(parsed[2]))
-    plain = nlp.parse(words)
     kbest = nlp.parse(words, kbest=2)
     assert [t.metadata["sent_id"] for t in kbest] == ["1/1", "1/2", "2/1", "2/2", "3/1", "3/2"]
-    if model.labels == "classifier":
-        assert [_words(t) for t in kbest[::2]] == [_words(t) for t in plain]
+    assert all(float(t.metadata["tree_prob"]) > 0 for t in kbest)
     samples = nlp.parse(words, samples=3, seed=1)
     again = Pipeline(parser=(model, vocabs, config), batch_size=4).parse(words, samples=3, seed=1)
     assert [[(w["head"], w["deprel"]) for w in _words(t)] for t in samples] == [

@@ -26,7 +26,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-__all__ = ["attach_to_units"]
+__all__ = ["attach_to_units", "lift_children"]
 
 
 def attach_to_units(heads: Tensor, lengths: Tensor, marked: Tensor) -> Tensor:
@@ -40,7 +40,7 @@ def attach_to_units(heads: Tensor, lengths: Tensor, marked: Tensor) -> Tensor:
     marked = marked & words
     root_word = torch.where(words & (heads == 0), positions[None, :], torch.zeros_like(heads)).amax(1)  # [B]
     keeps = marked.gather(1, root_word[:, None]).squeeze(1) | ~(words & ~marked).any(1)
-    decoded, heads = heads, _lift_children(heads, marked, words)
+    decoded, heads = heads, lift_children(heads, marked, words)
     content = words & ~marked  # the words whose arcs decide the units
     low = torch.minimum(positions[None, :], heads)
     high = torch.maximum(positions[None, :], heads)
@@ -56,7 +56,7 @@ def attach_to_units(heads: Tensor, lengths: Tensor, marked: Tensor) -> Tensor:
     return torch.where(keeps[:, None], decoded, new)
 
 
-def _lift_children(heads: Tensor, marked: Tensor, words: Tensor) -> Tensor:
+def lift_children(heads: Tensor, marked: Tensor, words: Tensor) -> Tensor:
     """Heads where no word has a marked head: each such word climbs to its nearest unmarked
     ancestor (ROOT at worst). At most N climbs; a decoded tree has no cycle."""
     lifted = heads.clone()

@@ -55,6 +55,14 @@ class ProjectiveTreeCRF:
         """``[B, dep, head]`` bool: real arcs."""
         return arc_mask(self.lengths, self.scores.shape[1])
 
+    def restrict(self, allowed: Tensor) -> ProjectiveTreeCRF:
+        """The distribution conditioned on arcs in ``allowed [B, dep, head]`` (bool)."""
+        if allowed.dtype != torch.bool or allowed.shape != self.scores.shape:
+            raise ValueError(f"allowed: expected bool {list(self.scores.shape)}, "
+                             f"got {allowed.dtype} {list(allowed.shape)}")
+        return ProjectiveTreeCRF(self.scores.masked_fill(~allowed, NEG_INF), self.lengths,
+                                 single_root=self.single_root)
+
     @cached
     def arc_scores(self) -> Tensor:
         """``[B, dep, head]`` scores, -inf off arcs."""

