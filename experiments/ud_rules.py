@@ -20,6 +20,7 @@ from collections import Counter
 from pathlib import Path
 
 import torch
+from common import machine
 
 from parser.data.paths import resolve_ud_root, treebank_file
 from parser.eval.report import file_report
@@ -97,7 +98,21 @@ def main(argv: list[str] | None = None) -> int:
             if not checkpoint:
                 parser.error(f"--case {case!r}: expected TREEBANK=CHECKPOINT")
             sections += table(treebank, run_case(treebank, checkpoint, Path(tmp)))
-    text = "\n".join(sections)
+    command = "python experiments/ud_rules.py " + " ".join(
+        f"--case {case.partition('=')[0]}=<{case.partition('=')[0]} checkpoint>" for case in args.case)
+    if args.out is not None:
+        command += f" --out {args.out.as_posix()}"
+    header = [
+        "# UD rules at prediction time: cost, gain and validator errors (issue 23)", "",
+        f"Command: `{command}`", "",
+        f"Machine: {machine()}", "",
+        "Each row parses the treebank's test file with the checkpoint's model and the rules given",
+        "(`parser-predict ... ud_rules=<rules>`; `none`: no rule, `all`: the default), scores it with",
+        "the official CoNLL 2018 script and counts the errors of `udvalidate --level 3 --lang <lang>`",
+        "(warnings not counted) by test id. The columns after the total are the classes the rules",
+        "target (parser/models/ud_rules.py).", "",
+    ]
+    text = "\n".join(header + sections)
     if args.out is not None:
         args.out.write_text(text + "\n", encoding="utf-8")
     print(text)

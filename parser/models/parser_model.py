@@ -142,7 +142,8 @@ class ParserModel(nn.Module):
         ``self.projective``; then the words whose UPOS (``upos [B, N+1]``; the model's own tags
         when it predicts them) is one of ``unit_tags`` are re-attached by the UD punct/cc rule
         (:func:`parser.structs.attach_to_units`), and with the UD punct rule the PUNCT words
-        are attached without crossing arcs (:func:`parser.structs.attach_punct_projectively`).
+        are attached without crossing arcs (:func:`parser.structs.attach_punct_projectively`;
+        unless ``unit_tags`` names PUNCT: the guidelines' position is then kept).
         Relations: :meth:`relations`.
         """
         if getattr(out, "upos", None) is not None:
@@ -162,14 +163,18 @@ class ParserModel(nn.Module):
                 raise ValueError("ParserModel.decode: attach_to_units needs the batch's UPOS (upos=)")
             marked = torch.isin(upos, torch.tensor(self.unit_tags, device=upos.device))
             heads = attach_to_units(heads, lengths, marked)
-        if punct is not None:
-            heads, stuck = attach_punct_projectively(heads, lengths, punct, dist.arc_scores)
+        if punct is not None and self.ud_rules.punct_tag not in self.unit_tags:
+            # (attach_to_units naming PUNCT: the guidelines' position, asked for, is kept.)
+            # The scores the argmax maximises (joint labels: each arc's best label), so that a
+            # temperature, which rescales them, cannot change the tree.
+            arc_scores = dist.labeled_scores.amax(-1) if getattr(dist, "labeled", False) else dist.arc_scores
+            heads, stuck = attach_punct_projectively(heads, lengths, punct, arc_scores)
             if bool(stuck.any()) and not self.projective:
                 # A mark in the gap of crossing arcs has no valid head: those sentences get the
                 # best projective tree, where one always exists.
                 projective = dist.argmax(projective=True)
                 projective = projective[0] if isinstance(projective, tuple) else projective
-                again, _ = attach_punct_projectively(projective, lengths, punct, dist.arc_scores)
+                again, _ = attach_punct_projectively(projective, lengths, punct, arc_scores)
                 heads = torch.where(stuck[:, None], again, heads)
         return heads, self.relations(out, heads, upos=upos)
 
