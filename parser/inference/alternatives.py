@@ -35,11 +35,12 @@ from dataclasses import dataclass, replace
 import torch
 from torch import Tensor
 
-from parser.data.batching import BucketBatcher, encode_all
+from parser.data.batching import encode_all
 from parser.data.conllu_io import Sentence
 from parser.data.vocab import Vocabularies
 from parser.inference.confidence import SentenceConfidence, batch_confidence
 from parser.inference.fixed_arcs import ArcConstraints, constrain_output
+from parser.inference.parse import model_outputs
 from parser.models.parser_model import ParserModel
 from parser.structs import ParserOutput, TreeCRF
 
@@ -107,46 +108,38 @@ def parse_alternatives(
     if constraints is not None and len(constraints) != len(sentences):
         raise ValueError(f"constraints: {len(constraints)} for {len(sentences)} sentences")
     encoded = encode_all(sentences, vocabs)
-    batcher = BucketBatcher(encoded, tokens_per_batch=tokens_per_batch, shuffle=False,
-                            max_length=None, labeled=False, cells_per_batch=cells_per_batch)
     result: list[SentenceTrees | None] = [None] * len(sentences)
-    was_training = model.training
-    model.eval()
-    try:
-        for batch in batcher:
-            batch = batch.to(device)
-            out = model(batch)
-            index = batch.index.tolist()
-            problems: list[str | None] = [None] * len(index)
-            constrained = torch.zeros(len(index), dtype=torch.bool, device=batch.lengths.device)
-            if constraints is not None:
-                rows = [constraints[i] for i in index]
-                out, problems = constrain_output(out, rows, vocabs)
-                constrained = torch.tensor([bool(c) for c in rows], device=batch.lengths.device)
-            if kbest:
-                heads, valid = _kbest(out.dist, kbest)
-            elif samples:
-                heads = _samples(out.dist, samples, [sentence_seed(seed, first_position + i)
-                                                      for i in index])
-                valid = torch.ones(heads.shape[:2], dtype=torch.bool, device=heads.device)
-            else:
-                heads = _best(model, out, batch.upos, constrained)[None]
-                valid = torch.ones(heads.shape[:2], dtype=torch.bool, device=heads.device)
-            ranks = [_tree_rows(model, out, heads[r], valid[r], vocabs, upos=batch.upos,
-                                confidence=confidence)
-                     for r in range(heads.shape[0])]
-            own = getattr(out, "upos", None)
-            for b, i in enumerate(index):
-                n = int(batch.lengths[b])
-                tags = None if own is None else [vocabs.upos.token(t) for t in own[b, 1 : n + 1].tolist()]
-                if problems[b] is not None:
-                    result[i] = SentenceTrees([], error=problems[b], upos=tags)
-                    continue
-                kept = constraints[i].labels if constraints is not None and constraints[i] else {}
-                trees = [_with_relations(rank[b], kept) for rank in ranks if rank[b] is not None]
-                result[i] = SentenceTrees(trees, upos=tags)
-    finally:
-        model.train(was_training)
+    for batch, out in model_outputs(model, encoded, tokens_per_batch=tokens_per_batch,
+                                    cells_per_batch=cells_per_batch, device=device):
+        index = batch.index.tolist()
+        problems: list[str | None] = [None] * len(index)
+        constrained = torch.zeros(len(index), dtype=torch.bool, device=batch.lengths.device)
+        if constraints is not None:
+            rows = [constraints[i] for i in index]
+            out, problems = constrain_output(out, rows, vocabs)
+            constrained = torch.tensor([bool(c) for c in rows], device=batch.lengths.device)
+        if kbest:
+            heads, valid = _kbest(out.dist, kbest)
+        elif samples:
+            heads = _samples(out.dist, samples, [sentence_seed(seed, first_position + i)
+                                                  for i in index])
+            valid = torch.ones(heads.shape[:2], dtype=torch.bool, device=heads.device)
+        else:
+            heads = _best(model, out, batch.upos, constrained)[None]
+            valid = torch.ones(heads.shape[:2], dtype=torch.bool, device=heads.device)
+        ranks = [_tree_rows(model, out, heads[r], valid[r], vocabs, upos=batch.upos,
+                            confidence=confidence)
+                 for r in range(heads.shape[0])]
+        own = getattr(out, "upos", None)
+        own_tags = None if own is None else own.tolist()
+        for b, (i, n) in enumerate(zip(index, batch.lengths.tolist())):
+            tags = None if own_tags is None else [vocabs.upos.tokens[t] for t in own_tags[b][1 : n + 1]]
+            if problems[b] is not None:
+                result[i] = SentenceTrees([], error=problems[b], upos=tags)
+                continue
+            kept = constraints[i].labels if constraints is not None and constraints[i] else {}
+            trees = [_with_relations(rank[b], kept) for rank in ranks if rank[b] is not None]
+            result[i] = SentenceTrees(trees, upos=tags)
     return result
 
 
@@ -207,13 +200,14 @@ def _tree_rows(model: ParserModel, out: ParserOutput, heads: Tensor, valid: Tens
     rels = model.relations(out, heads, upos=upos)
     log_prob = out.dist.log_prob(heads).tolist()
     sure = batch_confidence(out, heads, rels) if confidence else None
+    # Python lists once per batch, not per sentence.
+    all_heads, all_rels, names = heads.tolist(), None if rels is None else rels.tolist(), vocabs.rels.tokens
     trees: list[Tree | None] = []
-    for b, n in enumerate(out.dist.lengths.tolist()):
-        if not bool(valid[b]):
+    for b, (n, ok) in enumerate(zip(out.dist.lengths.tolist(), valid.tolist())):
+        if not ok:
             trees.append(None)
             continue
-        names = ([None] * n if rels is None
-                 else [vocabs.rels.token(r) for r in rels[b, 1 : n + 1].tolist()])
-        trees.append(Tree(heads[b, 1 : n + 1].tolist(), names, log_prob[b],
+        deprels = [None] * n if all_rels is None else [names[r] for r in all_rels[b][1 : n + 1]]
+        trees.append(Tree(all_heads[b][1 : n + 1], deprels, log_prob[b],
                           None if sure is None else sure[b]))
     return trees

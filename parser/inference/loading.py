@@ -11,7 +11,6 @@ from omegaconf import OmegaConf
 from parser.config import ModelConfig
 from parser.data.vocab import Vocabularies
 from parser.models.parser_model import ParserModel, build_parser, ud_rules_of, upos_ids
-from parser.models.ud_rules import parse_rules
 from parser.runtime.checkpoint import CheckpointError, load_checkpoint
 
 __all__ = ["load_decoder", "load_parser", "parser_from_state"]
@@ -58,5 +57,5 @@ def load_decoder(checkpoint: str | Path, *, device: torch.device | str,
     if attach_to_units is not None:
         model.unit_tags = upos_ids(list(attach_to_units), vocabs.upos, option="attach_to_units")
     if ud_rules is not None:
-        model.ud_rules = ud_rules_of(parse_rules(ud_rules), vocabs.rels, vocabs.upos)
+        model.ud_rules = ud_rules_of(ud_rules, vocabs.rels, vocabs.upos)
     return model, vocabs, config

@@ -9,22 +9,24 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import IO
 
 import torch
 
+from parser.data.batch import Batch
 from parser.data.batching import BucketBatcher, encode_all
 from parser.data.conllu_io import Sentence, write_conllu
 from parser.data.vocab import UNK, Vocabularies
 from parser.eval.metrics import AttachmentMetric
 from parser.inference.confidence import SentenceConfidence, batch_confidence, confidence_annotations
 from parser.models.parser_model import ParserModel, reads_own_tags
+from parser.structs import ParserOutput
 from parser.tagger.predict import TrainedTagger, tag_sentences
 
 __all__ = [
-    "Predictions", "log_unknown_words", "missing_upos", "parse", "reads_upos",
+    "Predictions", "log_unknown_words", "missing_upos", "model_outputs", "parse", "reads_upos",
     "report_unknown_words", "tag_input", "unknown_words", "write_predictions",
 ]
 
@@ -47,6 +49,24 @@ class Predictions:
     confidence: list[SentenceConfidence] | None = None
 
 
+def model_outputs(model: ParserModel, encoded: Sequence, *, tokens_per_batch: int,
+                  cells_per_batch: int | None, device: torch.device | str, labeled: bool = False,
+                  ) -> Iterator[tuple[Batch, ParserOutput]]:
+    """``(batch, model(batch))`` over the encoded sentences, bucketed by length in input-index
+    batches (``batch.index``), with the model in eval mode meanwhile (its mode restored after).
+    ``cells_per_batch`` bounds batch size x (longest + 1)^2 (see ``BucketBatcher``)."""
+    batcher = BucketBatcher(encoded, tokens_per_batch=tokens_per_batch, shuffle=False,
+                            max_length=None, labeled=labeled, cells_per_batch=cells_per_batch)
+    was_training = model.training
+    model.eval()
+    try:
+        for batch in batcher:
+            batch = batch.to(device)
+            yield batch, model(batch)
+    finally:
+        model.train(was_training)
+
+
 @torch.no_grad()
 def parse(
     model: ParserModel,
@@ -64,8 +84,6 @@ def parse(
     ``confidence``: also the marginals of the written trees (:mod:`parser.inference.confidence`)."""
     encoded = encode_all(list(sentences), vocabs)
     gold = score and all(e.heads is not None for e in encoded)
-    batcher = BucketBatcher(encoded, tokens_per_batch=tokens_per_batch, shuffle=False,
-                            max_length=None, labeled=gold, cells_per_batch=cells_per_batch)
     metric = AttachmentMetric() if gold else None
     rel_universal = vocabs.rel_universal_ids()
     heads: list[list[int] | None] = [None] * len(encoded)
@@ -73,38 +91,32 @@ def parse(
     tags: list[list[str] | None] = [None] * len(encoded)
     sure: list[SentenceConfidence | None] = [None] * len(encoded)
     tagged = known = 0
-    was_training = model.training
-    model.eval()
-    try:
-        for batch in batcher:
-            batch = batch.to(device)
-            out = model(batch)
-            pred_heads, pred_rels = model.decode(out, upos=batch.upos)
-            if metric is not None:
-                metric.update(pred_heads, pred_rels, batch.heads, batch.rels, batch.lengths,
-                              rel_universal=rel_universal.to(pred_heads.device))
-            batch_sure = batch_confidence(out, pred_heads, pred_rels) if confidence else None
-            # Python lists once per batch, not per sentence (tensor indexing costs ~µs a call).
-            own = getattr(out, "upos", None)  # a parser with a UPOS head (TaggedOutput)
-            batch_heads = pred_heads.tolist()
-            batch_rels = pred_rels.tolist() if pred_rels is not None else None
-            batch_tags = own.tolist() if own is not None else None
-            if own is not None:
-                gold = (batch.upos > UNK) & batch.word_mask  # the head's own guess against the given tag
-                guess = out.tag_scores[..., 3:].argmax(-1) + 3
-                known += int(gold.sum())
-                tagged += int((guess == batch.upos)[gold].sum())
-            rel_names, tag_names = vocabs.rels.tokens, vocabs.upos.tokens
-            for b, (index, n) in enumerate(zip(batch.index.tolist(), batch.lengths.tolist())):
-                if batch_sure is not None:
-                    sure[index] = batch_sure[b]
-                heads[index] = batch_heads[b][1 : n + 1]
-                rels[index] = ([None] * n if batch_rels is None
-                               else [rel_names[r] for r in batch_rels[b][1 : n + 1]])
-                if batch_tags is not None:
-                    tags[index] = [tag_names[t] for t in batch_tags[b][1 : n + 1]]
-    finally:
-        model.train(was_training)
+    for batch, out in model_outputs(model, encoded, tokens_per_batch=tokens_per_batch,
+                                    cells_per_batch=cells_per_batch, device=device, labeled=gold):
+        pred_heads, pred_rels = model.decode(out, upos=batch.upos)
+        if metric is not None:
+            metric.update(pred_heads, pred_rels, batch.heads, batch.rels, batch.lengths,
+                          rel_universal=rel_universal.to(pred_heads.device))
+        batch_sure = batch_confidence(out, pred_heads, pred_rels) if confidence else None
+        # Python lists once per batch, not per sentence (tensor indexing costs ~µs a call).
+        own = getattr(out, "upos", None)  # a parser with a UPOS head (TaggedOutput)
+        batch_heads = pred_heads.tolist()
+        batch_rels = pred_rels.tolist() if pred_rels is not None else None
+        batch_tags = own.tolist() if own is not None else None
+        if own is not None:
+            given = (batch.upos > UNK) & batch.word_mask  # the head's own guess against the given tag
+            guess = out.tag_scores[..., 3:].argmax(-1) + 3
+            known += int(given.sum())
+            tagged += int((guess == batch.upos)[given].sum())
+        rel_names, tag_names = vocabs.rels.tokens, vocabs.upos.tokens
+        for b, (index, n) in enumerate(zip(batch.index.tolist(), batch.lengths.tolist())):
+            if batch_sure is not None:
+                sure[index] = batch_sure[b]
+            heads[index] = batch_heads[b][1 : n + 1]
+            rels[index] = ([None] * n if batch_rels is None
+                           else [rel_names[r] for r in batch_rels[b][1 : n + 1]])
+            if batch_tags is not None:
+                tags[index] = [tag_names[t] for t in batch_tags[b][1 : n + 1]]
     scores = metric.compute() if metric is not None else None
     if scores is not None and known:
         scores = {**scores, "upos_acc": 100.0 * tagged / known}

@@ -207,9 +207,7 @@ class ParserModel(nn.Module):
             punct = punct & (heads != 0)
             is_punct = torch.arange(on_arc.shape[-1], device=on_arc.device) == self.ud_rules.punct_rel
             on_arc = on_arc.masked_fill(punct[..., None] != is_punct, float("-inf"))
-        size = heads.shape[1]
-        words = (torch.arange(size, device=heads.device)[None, :] >= 1) & (
-            torch.arange(size, device=heads.device)[None, :] <= dist.lengths[:, None])
+        words = word_mask(dist.lengths, heads.shape[1])
         chosen = choose_relations(on_arc, heads, words, self.ud_rules)
         return chosen.masked_fill(~words, 0)
 
