@@ -112,7 +112,10 @@ class BucketBatcher:
     longest sentence); a sentence longer than the budget alone forms a batch. ``cells_per_batch``
     (None: no limit) also bounds batch size times its longest sentence squared, the size of the
     ``[B, N+1, N+1, L]`` score tensors, so that memory does not grow with the longest sentence
-    read (prediction). Sentences longer
+    read (prediction). ``length_spread`` (None: no limit) also starts a new batch when a
+    sentence is longer than the batch's shortest by more than ``max(1, length_spread x
+    shortest)`` words, bounding the padding computed (prediction: every padded position costs
+    as much as a word). Sentences longer
     than ``max_length`` are skipped with a count (``n_skipped``): give None when predicting.
 
     Order: with ``shuffle``, sentences of equal length are shuffled before cutting batches and
@@ -131,11 +134,13 @@ class BucketBatcher:
     def __init__(self, encoded: Sequence[EncodedSentence], *, tokens_per_batch: int,
                  shuffle: bool, seed: int = 0, max_length: int | None = None,
                  labeled: bool = True, num_replicas: int = 1, rank: int = 0,
-                 cells_per_batch: int | None = None) -> None:
+                 cells_per_batch: int | None = None, length_spread: float | None = None) -> None:
         if tokens_per_batch < 1:
             raise ValueError(f"tokens_per_batch must be >= 1, got {tokens_per_batch}")
         if cells_per_batch is not None and cells_per_batch < 1:
             raise ValueError(f"cells_per_batch must be >= 1 or None, got {cells_per_batch}")
+        if length_spread is not None and not length_spread >= 0:
+            raise ValueError(f"length_spread must be >= 0 or None, got {length_spread}")
         if max_length is not None and max_length < 1:
             raise ValueError(f"max_length must be >= 1 or None, got {max_length}")
         if not 0 <= rank < num_replicas:
@@ -143,6 +148,7 @@ class BucketBatcher:
         self.encoded = list(encoded)
         self.tokens_per_batch = tokens_per_batch
         self.cells_per_batch = cells_per_batch
+        self.length_spread = length_spread
         self.shuffle = shuffle
         self.seed = seed
         self.labeled = labeled
@@ -174,7 +180,8 @@ class BucketBatcher:
         current: list[int] = []
         for i in order:
             # ascending lengths: the sentence added now is the batch's longest
-            if current and self._full(len(current) + 1, int(lengths[i])):
+            if current and self._full(len(current) + 1, int(lengths[i]),
+                                      shortest=int(lengths[current[0]])):
                 batches.append([int(kept[j]) for j in current])
                 current = []
             current.append(int(i))
@@ -186,9 +193,11 @@ class BucketBatcher:
                        if len(b) >= self.num_replicas]
         return batches
 
-    def _full(self, size: int, longest: int) -> bool:
-        """Whether ``size`` sentences of at most ``longest`` words exceed a budget."""
+    def _full(self, size: int, longest: int, *, shortest: int) -> bool:
+        """Whether ``size`` sentences of ``shortest`` to ``longest`` words exceed a budget."""
         if size * longest > self.tokens_per_batch:
+            return True
+        if self.length_spread is not None and longest - shortest > max(1.0, self.length_spread * shortest):
             return True
         return self.cells_per_batch is not None and size * (longest + 1) ** 2 > self.cells_per_batch
 
