@@ -42,6 +42,10 @@ class Biaffine(nn.Module):
         return bilinear + (head @ self.head_bias)[:, None, :]
 
 
+# Elements of one block's [b, dep, L, n_in] intermediate in Bilinear._blocked (16 MB in float32).
+BLOCK_ELEMENTS = 1 << 22
+
+
 class Bilinear(nn.Module):
     """Label scores ``s[b, dep, head, rel] = dep_i^T U_rel head_j + w_rel.[dep_i; head_j] + b_rel``
     for dependent ``i`` and head ``j``."""
@@ -56,6 +60,8 @@ class Bilinear(nn.Module):
 
     def forward(self, dep: Tensor, head: Tensor) -> Tensor:
         """dep, head: ``[B, N+1, n_in]`` -> ``[B, dep, head, L]``."""
+        if not torch.is_grad_enabled():
+            return self._blocked(dep, head)
         batch, width, n_in = dep.shape
         n_labels = self.weight.shape[0]
         # dep_i^T U_l for every (i, l), then one batched matmul with the heads.
@@ -67,6 +73,26 @@ class Bilinear(nn.Module):
         )
         linear = (dep @ self.dep_weight)[:, :, None, :] + (head @ self.head_weight)[:, None, :, :]
         return bilinear + linear + self.bias
+
+    def _blocked(self, dep: Tensor, head: Tensor) -> Tensor:
+        """:meth:`forward` without autograd, a few sentences at a time: each block's ``dep_i^T
+        U_l`` (``[b, dep, L, n_in]``, L times the states) is used while it is still in cache, and
+        the sums are added in place. The same operations on the same values: the same bits."""
+        batch, width, n_in = dep.shape
+        n_labels = self.weight.shape[0]
+        out = dep.new_empty(batch, width, n_labels, width)  # [B, dep, L, head], as forward's
+        dep_linear, head_linear = dep @ self.dep_weight, head @ self.head_weight
+        step = max(1, BLOCK_ELEMENTS // (width * n_labels * n_in))
+        for start in range(0, batch, step):
+            rows = slice(start, start + step)
+            left = torch.einsum("bid,lde->bile", dep[rows], self.weight)
+            block = out[rows]
+            torch.matmul(left.reshape(-1, width * n_labels, n_in), head[rows].transpose(1, 2),
+                         out=block.view(-1, width * n_labels, width))
+            grid = block.transpose(2, 3)  # [b, dep, head, L]
+            grid += dep_linear[rows][:, :, None, :] + head_linear[rows][:, None, :, :]
+            grid += self.bias
+        return out.transpose(2, 3)
 
 
 def reverse_within(x: Tensor, lengths: Tensor) -> Tensor:

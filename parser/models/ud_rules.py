@@ -40,6 +40,7 @@ __all__ = ["LEFT_TO_RIGHT", "RULES", "UDRules", "choose_relations", "constrain",
 RULES = ("root", "left_to_right", "one_subject", "one_object", "punct")
 LEFT_TO_RIGHT = ("conj", "flat", "fixed", "appos", "goeswith")
 FIRST_REAL = 3  # relation ids 0..2 (PAD, UNK, ROOT) are never a word's relation
+GRID_BLOCK = 1 << 20  # elements of the label grid that constrain() handles at a time (4 MB)
 
 
 def parse_rules(value: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -132,12 +133,28 @@ def constrain(edge_scores: EdgeScores, rules: UDRules | None, *, labels: str) ->
     if rules is None or not rules.masks_labels or rel_scores is None:
         return edge_scores
     allowed = rules.allowed(rel_scores.shape[1], rel_scores.shape[-1], rel_scores.device)
-    masked = rel_scores.masked_fill(~allowed, float("-inf"))
-    arcs = edge_scores.arcs
-    if labels == "classifier":
-        real = rel_scores[..., FIRST_REAL:]
-        log_kept = (masked[..., FIRST_REAL:].logsumexp(-1) - real.logsumexp(-1))
-        arcs = arcs + log_kept
+    if torch.is_grad_enabled():
+        masked = rel_scores.masked_fill(~allowed, float("-inf"))
+        arcs = edge_scores.arcs
+        if labels == "classifier":
+            real = rel_scores[..., FIRST_REAL:]
+            log_kept = (masked[..., FIRST_REAL:].logsumexp(-1) - real.logsumexp(-1))
+            arcs = arcs + log_kept
+        return EdgeScores(arcs=arcs, labels=masked, tags=edge_scores.tags)
+    # Without autograd (prediction): the same operations a few sentences at a time, so that each
+    # block of the [B, dep, head, L] grid is masked and reduced while in cache (the same bits).
+    # Contiguous, as masked_fill's result: the reductions then run in the same order.
+    masked = torch.empty(rel_scores.shape, dtype=rel_scores.dtype, device=rel_scores.device)
+    log_kept = edge_scores.arcs.new_empty(edge_scores.arcs.shape) if labels == "classifier" else None
+    size, excluded = rel_scores.shape[1], rel_scores.new_tensor(float("-inf"))
+    step = max(1, GRID_BLOCK // (size * size * rel_scores.shape[-1]))
+    for start in range(0, rel_scores.shape[0], step):
+        rows = slice(start, start + step)
+        torch.where(allowed, rel_scores[rows], excluded, out=masked[rows])
+        if log_kept is not None:
+            torch.sub(masked[rows, ..., FIRST_REAL:].logsumexp(-1),
+                      rel_scores[rows, ..., FIRST_REAL:].logsumexp(-1), out=log_kept[rows])
+    arcs = edge_scores.arcs if log_kept is None else edge_scores.arcs + log_kept
     return EdgeScores(arcs=arcs, labels=masked, tags=edge_scores.tags)
 
 
