@@ -181,3 +181,16 @@ def test_unlabeled_batcher_never_exposes_heads(tiny):
     _, _, encoded = tiny
     batcher = BucketBatcher(encoded, tokens_per_batch=60, shuffle=True, labeled=False)
     assert all(b.heads is None and b.rels is None for b in batcher)
+
+
+@pytest.mark.parametrize("spread", [0.0, 0.1, 0.5])
+def test_length_spread_bounds_padding(tiny, spread):
+    _, _, encoded = tiny
+    bounded = BucketBatcher(encoded, tokens_per_batch=200, shuffle=False, length_spread=spread)
+    assert _covered(bounded, 0) == list(range(len(encoded)))
+    for indices in bounded.batch_indices(0):
+        lengths = [encoded[i].length for i in indices]
+        assert max(lengths) - min(lengths) <= max(1.0, spread * min(lengths))
+        assert len(indices) * max(lengths) <= 200 or len(indices) == 1
+    with pytest.raises(ValueError, match="length_spread"):
+        BucketBatcher(encoded, tokens_per_batch=200, shuffle=False, length_spread=-1.0)

@@ -5,9 +5,9 @@ import torch
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from parser.data.batch import Batch
-from parser.models import BiaffineScorer
+from parser.models import BiaffineScorer, layers
 from parser.models.char_encoder import CharLSTM
-from parser.models.layers import BiLSTM, reverse_within
+from parser.models.layers import Bilinear, BiLSTM, reverse_within
 from tests.models.batches import (
     N_CHARS,
     N_RELS,
@@ -293,3 +293,19 @@ def test_scorer_loads_a_state_dict_in_the_nn_lstm_layout() -> None:
     batch = random_batch(LENGTHS, seed=9)
     with torch.no_grad():
         torch.testing.assert_close(other(batch).labels, model(batch).labels, rtol=0, atol=0)
+
+
+def test_bilinear_without_autograd_gives_the_same_bits(monkeypatch):
+    # Prediction computes the label grid a few sentences at a time: the same values, bit for bit.
+    torch.manual_seed(0)
+    layer = Bilinear(6, 5)
+    for weight in (layer.dep_weight, layer.head_weight, layer.bias):
+        torch.nn.init.normal_(weight)
+    dep, head = torch.randn(5, 8, 6), torch.randn(5, 8, 6)
+    want = layer(dep, head)
+    assert want.requires_grad  # the autograd path
+    monkeypatch.setattr(layers, "BLOCK_ELEMENTS", 2 * 8 * 5 * 6)  # 2 sentences a block
+    with torch.no_grad():
+        got = layer(dep, head)
+    assert got.shape == (5, 8, 8, 5)
+    assert torch.equal(got, want.detach())

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from parser.data.vocab import Vocab
+from parser.models import ud_rules
 from parser.models.edge_scores import EdgeScores, to_output
 from parser.models.ud_rules import RULES, UDRules, choose_relations, constrain, parse_rules
 from tests.structs.brute import all_trees
@@ -136,3 +137,20 @@ def test_choose_relations_without_limits_is_the_argmax():
     heads = torch.zeros(2, 6, dtype=torch.long)
     words = torch.ones(2, 6, dtype=torch.bool)
     assert torch.equal(choose_relations(scores, heads, words, rules("root")), scores.argmax(-1))
+
+
+@pytest.mark.parametrize("labels", ["classifier", "joint"])
+def test_constrain_without_autograd_gives_the_same_bits(labels, monkeypatch):
+    # Prediction masks and reduces the label grid block by block: the same values, bit for bit.
+    torch.manual_seed(0)
+    size = 9
+    arcs = torch.randn(7, size, size)
+    # stored [B, dep, L, head], as the bilinear label scorer returns it
+    rel_scores = torch.randn(7, size, len(RELS), size).transpose(2, 3)
+    want = constrain(EdgeScores(arcs=arcs, labels=rel_scores), rules(), labels=labels)
+    monkeypatch.setattr(ud_rules, "GRID_BLOCK", 2 * size * size * len(RELS))  # 2 sentences a block
+    with torch.no_grad():
+        got = constrain(EdgeScores(arcs=arcs, labels=rel_scores), rules(), labels=labels)
+    assert torch.equal(got.arcs, want.arcs)
+    assert torch.equal(got.labels, want.labels)
+    assert torch.isinf(got.labels[..., :3]).all() and torch.isfinite(got.arcs).all()
