@@ -8,10 +8,18 @@ calibrated checkpoint to ``--calibrated-out`` (or measures an existing one: ``--
 parses the measured splits (default test and dev) with both checkpoints as ``parser-predict
 confidence=true`` does, and writes ``experiments/results/calibration.md`` (reliability tables,
 ECE before/after, temperatures, selective-parsing tables) and
-``experiments/results/calibration_ewt.png`` (reliability diagram and selective-parsing curves;
-``calibration_<treebank>.png`` for another treebank). ``--treebank`` takes any treebank the model
-was trained for (a de_gsd model: ``--treebank de_gsd``); a model is only measured on its own
-language.
+``experiments/results/calibration_ewt.png`` (reliability diagram and selective-parsing curves).
+``--treebank`` takes any treebank the model was trained for; a model is only measured on its own
+language, and another treebank's figures go to their own files (``calibration_<treebank>.md`` and
+``.png``). A treebank distributed without a train file (de_gsd) is trained and measured on a split
+of its dev file: ``--root`` names the data root ``experiments/holdout_split.py`` wrote, and
+``--about`` says in the results file how the model was trained:
+
+    python experiments/holdout_split.py --treebank de_gsd --held-out-fraction 0.2 --seed 1 \\
+        --out <held-out data root>
+    taskset -c 0 python experiments/calibration.py --checkpoint <best.pt> \\
+        --calibrated-out <calibrated.pt> --treebank de_gsd --root <held-out data root> \\
+        --about "<how the model was trained>"
 """
 
 from __future__ import annotations
@@ -71,7 +79,7 @@ def main() -> None:
                              "scaling must leave the trees unchanged")
     body = _report(args, measured, entry=entry, trainer=trainer, fit_text=fit_text,
                    minutes=(time.time() - started) / 60)
-    out = Path(args.output)
+    out = Path(args.output) if args.output else RESULTS / _results_name(args.treebank)
     out.write_text(body, encoding="utf-8")
     figure = out.with_name(_figure_name(args.treebank))
     _plot(measured[args.splits[0]], figure, title=f"{args.treebank} {args.splits[0]}")
@@ -89,8 +97,16 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--splits", nargs="+", default=["test", "dev"], help="splits measured; the first is plotted")
     parser.add_argument("--root", default=None, help="UD root (default $UD_ROOT or data/ud)")
     parser.add_argument("--tokens-per-batch", type=int, default=5000)
-    parser.add_argument("--output", default=str(RESULTS / "calibration.md"))
+    parser.add_argument("--output", default=None,
+                        help="results file (default experiments/results/calibration.md for en_ewt, "
+                        "calibration_<treebank>.md for another); the figure is written beside it")
+    parser.add_argument("--about", default=None,
+                        help="a sentence for the results file: how the model and its data were made")
     return parser.parse_args()
+
+
+def _results_name(treebank: str) -> str:
+    return "calibration.md" if treebank == "en_ewt" else f"calibration_{treebank}.md"
 
 
 def _figure_name(treebank: str) -> str:
@@ -118,11 +134,13 @@ def _f(value: float, digits: int = 2) -> str:
 
 def _report(args, measured, *, entry: dict, trainer: dict, fit_text: str | None, minutes: float) -> str:
     first = args.splits[0]
+    root = " --root <held-out data root>" if args.root else ""
+    about = " --about \"<how the model was trained>\"" if args.about else ""
     lines = [
-        "# Calibration of the tree CRF's confidence",
+        "# Calibration of the tree CRF's confidence" + ("" if args.treebank == "en_ewt" else f", {args.treebank}"),
         "",
         (f"Command: `taskset -c 0 python experiments/calibration.py --checkpoint <best.pt> "
-        f"--calibrated-out <calibrated.pt> --treebank {args.treebank}`"),
+        f"--calibrated-out <calibrated.pt> --treebank {args.treebank}{root}{about}`"),
         "",
         f"Machine: {machine()}; {minutes:.1f} minutes.",
         "",
@@ -130,9 +148,10 @@ def _report(args, measured, *, entry: dict, trainer: dict, fit_text: str | None,
         f"{trainer.get('best_step', '?')}, dev selection score {_f(float(trainer.get('best_score', math.nan)))}: LAS for a model with relations). "
         f"Treebank {args.treebank}: temperatures fitted on {args.fit_split}, measured on "
         f"{', '.join(args.splits)} ({args.fit_split} is in-sample for the fit). The model is measured "
-        "only on the treebank it was trained for: the script takes any (`--treebank de_gsd` for a "
-        "German model); here only en_ewt has a model."),
+        "only on the treebank it was trained for; each treebank has its own results file "
+        "(en_ewt: `calibration.md`, another: `calibration_<treebank>.md`, e.g. `calibration_de_gsd.md`)."),
         "",
+        *([args.about, ""] if args.about else []),
         ("Definitions. HeadProb: the tree CRF's marginal of the head written (`parser-predict "
         "confidence=true`), right when it is the gold head. DeprelProb: the probability of the "
         "relation written given its arc, on the words whose head is right, right when the relation "
