@@ -7,7 +7,7 @@ score each parse (official CoNLL 2018 UAS/LAS) and validate it (``udvalidate --l
 
 Each ``--case`` is ``treebank=checkpoint`` (the checkpoint trained for that treebank); the
 treebank's test file is read under $UD_ROOT (default data/ud). The language of the validator's
-level-3 tests is the treebank code's prefix.
+level-3 tests is the treebank code's prefix. ``--split dev`` parses the dev files instead.
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ def test_ids(problems: list[str]) -> Counter:
     return counts
 
 
-def run_case(treebank: str, checkpoint: str, workdir: Path) -> list[dict]:
-    gold = treebank_file(resolve_ud_root(), treebank, "test")
+def run_case(treebank: str, checkpoint: str, workdir: Path, *, split: str) -> list[dict]:
+    gold = treebank_file(resolve_ud_root(), treebank, split)
     lang = treebank.split("_", 1)[0]
     settings = [("none", "none"), *((rule, rule) for rule in RULES), ("all", "all")]
     rows = []
@@ -68,9 +68,9 @@ def run_case(treebank: str, checkpoint: str, workdir: Path) -> list[dict]:
     return rows
 
 
-def table(treebank: str, rows: list[dict]) -> list[str]:
+def table(treebank: str, rows: list[dict], *, split: str) -> list[str]:
     classes = [testid for ids in CLASSES.values() for testid in ids]
-    lines = [f"### {treebank} test", "",
+    lines = [f"### {treebank} {split}", "",
              "| rules | UAS | LAS | validator errors | " + " | ".join(classes) + " |",
              "|---|---:|---:|---:|" + "---:|" * len(classes)]
     for row in rows:
@@ -88,6 +88,8 @@ def table(treebank: str, rows: list[dict]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--case", action="append", required=True, metavar="TREEBANK=CHECKPOINT")
+    parser.add_argument("--split", default="test", choices=("test", "dev"),
+                        help="the file parsed (dev: where a rule's cost is judged without test)")
     parser.add_argument("--out", type=Path, default=None, help="markdown results file")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
@@ -97,16 +99,19 @@ def main(argv: list[str] | None = None) -> int:
             treebank, _, checkpoint = case.partition("=")
             if not checkpoint:
                 parser.error(f"--case {case!r}: expected TREEBANK=CHECKPOINT")
-            sections += table(treebank, run_case(treebank, checkpoint, Path(tmp)))
+            sections += table(treebank, run_case(treebank, checkpoint, Path(tmp), split=args.split),
+                              split=args.split)
     command = "python experiments/ud_rules.py " + " ".join(
         f"--case {case.partition('=')[0]}=<{case.partition('=')[0]} checkpoint>" for case in args.case)
+    if args.split != "test":
+        command += f" --split {args.split}"
     if args.out is not None:
         command += f" --out {args.out.as_posix()}"
     header = [
         "# UD rules at prediction time: cost, gain and validator errors (issue 23)", "",
         f"Command: `{command}`", "",
         f"Machine: {machine()}", "",
-        "Each row parses the treebank's test file with the checkpoint's model and the rules given",
+        f"Each row parses the treebank's {args.split} file with the checkpoint's model and the rules given",
         "(`parser-predict ... ud_rules=<rules>`; `none`: no rule, `all`: the default), scores it with",
         "the official CoNLL 2018 script and counts the errors of `udvalidate --level 3 --lang <lang>`",
         "(warnings not counted) by test id. The columns after the total are the classes the rules",
