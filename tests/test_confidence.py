@@ -4,7 +4,6 @@ actually written; other MISC content is kept; without the option the output is u
 
 from __future__ import annotations
 
-import itertools
 import math
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from parser.inference.confidence import batch_confidence
 from parser.models.edge_scores import EdgeScores, to_output
 from parser.models.parser_model import N_SPECIAL_RELS
 from parser.train.loop import Trainer
+from tests.structs.brute import all_trees
 from tests.train.helpers import tiny_config
 
 ROUNDING = 5e-5 + 1e-5  # 4 decimals written, plus float32 noise between batchings
@@ -127,27 +127,6 @@ def test_without_confidence_the_output_is_unchanged(checkpoint, fixtures, tmp_pa
         assert format_sentence(sentence) == "\n".join(sentence.lines) + "\n\n"
 
 
-def _trees(n: int, *, single_root: bool = True):
-    """Every dependency tree of ``n`` words, as head lists (word i's head at i - 1)."""
-    for heads in itertools.product(range(n + 1), repeat=n):
-        if any(h == d for d, h in enumerate(heads, start=1)):
-            continue
-        if single_root and sum(h == 0 for h in heads) != 1:
-            continue
-        if all(_reaches_root(heads, d) for d in range(1, n + 1)):
-            yield list(heads)
-
-
-def _reaches_root(heads: list[int], dep: int) -> bool:
-    seen = set()
-    while dep != 0:
-        if dep in seen:
-            return False
-        seen.add(dep)
-        dep = heads[dep - 1]
-    return True
-
-
 @pytest.mark.parametrize("labels", ["classifier", "joint"])
 def test_batch_confidence_against_enumeration(labels):
     """Peaked random scores (unlike the tiny trained model's), every labeled tree enumerated;
@@ -159,7 +138,7 @@ def test_batch_confidence_against_enumeration(labels):
     rel_scores[..., :N_SPECIAL_RELS] -= 2.0  # special labels still carry mass in a joint CRF
     lengths = torch.tensor([n])
     out = to_output(EdgeScores(arcs=arcs, labels=rel_scores), lengths, labels=labels)
-    trees = list(_trees(n))
+    trees = all_trees(n, single_root=True)
     written = trees[len(trees) // 2]
     heads = torch.tensor([[0, *written]])
     rels = torch.tensor([[0, 3, 4, 3, 4]])

@@ -1,9 +1,8 @@
 """Shared by the tests of prediction alternatives: a tiny trained parser per label mode, the model's
-own output for one sentence, and every tree of a few words."""
+own output for one sentence (every tree of a few words: ``tests.structs.brute.all_trees``)."""
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 
 import torch
@@ -30,24 +29,3 @@ def model_output(model, vocabs, sentence: Sentence):
     model.eval()
     with torch.no_grad():
         return model(batch)
-
-
-def all_trees(n: int, *, single_root: bool = True):
-    """Every dependency tree of ``n`` words, as head lists (word i's head at i - 1)."""
-    for heads in itertools.product(range(n + 1), repeat=n):
-        if any(h == d for d, h in enumerate(heads, start=1)):
-            continue
-        if single_root and sum(h == 0 for h in heads) != 1:
-            continue
-        if all(_reaches_root(heads, d) for d in range(1, n + 1)):
-            yield list(heads)
-
-
-def _reaches_root(heads: list[int], dep: int) -> bool:
-    seen = set()
-    while dep != 0:
-        if dep in seen:
-            return False
-        seen.add(dep)
-        dep = heads[dep - 1]
-    return True

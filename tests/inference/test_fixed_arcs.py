@@ -19,7 +19,8 @@ from parser.inference.fixed_arcs import ArcConstraints, constrain_output
 from parser.models.parser_model import N_SPECIAL_RELS
 from parser.pipeline import Pipeline
 from parser.structs import ParserOutput, TreeCRF
-from tests.inference.helpers import all_trees, model_output
+from tests.inference.helpers import model_output
+from tests.structs.brute import all_trees
 
 REFUSED = {"tiny-dev-02": "1 -> 4 -> 1", "tiny-dev-03": "words 2, 6", "tiny-dev-05": "out of range"}
 
@@ -143,7 +144,7 @@ def test_restriction_against_enumeration(labeled):
     constraints = ArcConstraints.of(required=[(2, 1)], forbidden=[(3, 0), (1, 3), (4, 2)])
     restricted, problems = constrain_output(ParserOutput(dist=dist), [constraints], None)
     assert problems == [None]
-    trees = [t for t in all_trees(n) if t[1] == 1 and t[2] != 0 and t[0] != 3 and t[3] != 2]
+    trees = [t for t in all_trees(n, single_root=True) if t[1] == 1 and t[2] != 0 and t[0] != 3 and t[3] != 2]
     weights = {tuple(t): sum(float(arc[d, h]) for d, h in enumerate(t, start=1)) for t in trees}
     log_z = math.log(sum(math.exp(w) for w in weights.values()))
     assert float(restricted.dist.log_partition[0]) == pytest.approx(log_z, abs=1e-9)
