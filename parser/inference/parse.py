@@ -97,6 +97,7 @@ def parse(
     tags: list[list[str] | None] = [None] * len(encoded)
     sure: list[SentenceConfidence | None] = [None] * len(encoded)
     tagged = known = 0
+    rel_names, tag_names = vocabs.rels.tokens, vocabs.upos.tokens
     for batch, out in model_outputs(model, encoded, tokens_per_batch=tokens_per_batch,
                                     cells_per_batch=cells_per_batch, device=device, labeled=gold):
         pred_heads, pred_rels = model.decode(out, upos=batch.upos)
@@ -114,7 +115,6 @@ def parse(
             guess = out.tag_scores[..., 3:].argmax(-1) + 3
             known += int(given.sum())
             tagged += int((guess == batch.upos)[given].sum())
-        rel_names, tag_names = vocabs.rels.tokens, vocabs.upos.tokens
         for b, (index, n) in enumerate(zip(batch.index.tolist(), batch.lengths.tolist())):
             if batch_sure is not None:
                 sure[index] = batch_sure[b]
