@@ -190,10 +190,10 @@ class Factorization:
     """
 
     __slots__ = ("_gap_ok", "_incoming", "_root", "_span", "abs_diag_u", "constants", "diag_u", "log_det", "log_z",
-                 "lu", "padding", "pivots", "rows", "shift", "single_root", "table", "weights")
+                 "lu", "padding", "pivots", "rows", "shift", "single_root", "solved", "table", "weights")
 
     def __init__(self, scores: Tensor, lengths: Tensor, *, single_root: bool, padded: bool,
-                 span: float = math.inf) -> None:
+                 span: float = math.inf, solve: bool = False) -> None:
         size = scores.shape[-1]
         n = size - 1
         constants = self.constants = _constants(size, scores.device)
@@ -231,7 +231,16 @@ class Factorization:
         self.table = table
         # LU of M^T (same determinant): ``table`` is row-major, so M^T is LAPACK's column-major
         # layout, and the solve below is a plain (not adjoint) one, which is faster.
-        self.lu, self.pivots, _ = torch.linalg.lu_factor_ex(self.lap.mT)
+        # ``solve``: also ``solved = M^{-T} rhs`` (see :func:`matrix_tree`) in the same LAPACK call
+        # (getrf + getrs in one op): lu_solve alone re-checks the pivots with two host syncs and
+        # copies the right-hand side again. (``_linalg_solve_ex`` is the op behind
+        # ``torch.linalg.solve_ex`` that also returns the factors.)
+        self.solved = None
+        if solve and not scores.requires_grad:
+            rhs = constants.rhs[single_root]
+            self.solved, self.lu, self.pivots, _ = torch.ops.aten._linalg_solve_ex(self.lap.mT, rhs)
+        else:
+            self.lu, self.pivots, _ = torch.linalg.lu_factor_ex(self.lap.mT)
         self.diag_u = self.lu.diagonal(dim1=-2, dim2=-1)
         self.abs_diag_u = self.diag_u.abs()
         self.log_det = self.abs_diag_u.log().sum(-1)  # of the shifted Laplacian
@@ -319,6 +328,8 @@ def matrix_tree(
     if lap.requires_grad:  # inv's backward is two products; lu_solve's goes back through the LU
         inverse = torch.linalg.inv_ex(lap)[0]
         solved = inverse.mT @ rhs
+    elif fact.solved is not None:  # solved with the factorisation; overwritten below, so taken
+        solved, fact.solved = fact.solved, None
     else:
         solved = torch.linalg.lu_solve(fact.lu, fact.pivots, rhs)  # (rhs broadcasts over the batch)
     diag = solved.diagonal(1, dim1=-2, dim2=-1).unsqueeze(-1)  # -B[d, d] (single: 0 for word 1)

@@ -91,8 +91,11 @@ class PartitionPath:
 
     @cached
     def _lu(self) -> Factorization:
+        return self._factorization(solve=False)
+
+    def _factorization(self, *, solve: bool) -> Factorization:
         return Factorization(self._scores64, self.lengths, single_root=self.single_root, padded=self._padded,
-                             span=self._span)
+                             span=self._span, solve=solve)
 
     @cached
     def _certified_log_z(self) -> Tensor:
@@ -120,6 +123,8 @@ class PartitionPath:
             *parts, trusted, expected = one_sentence_factors(arcs, single_root=self.single_root,
                                                              tol=self._tolerance)
             return LaplacianFactors(*parts, trusted, expected, single_root=self.single_root)
+        if "_lu" not in self.__dict__:  # the inverse is wanted: factor and solve in one call
+            self.__dict__["_lu"] = self._factorization(solve=True)
         return matrix_tree(self._scores64, self.lengths, single_root=self.single_root,
                            tolerance=self._tolerance, padded=self._padded, factorization=self._lu)
 

@@ -165,3 +165,24 @@ def test_per_size_constants_are_views_of_one_growing_allocation():
     expected[:, 0] = False
     assert torch.equal(arc_mask(lengths, 5), expected)
     assert torch.equal(arc_mask(torch.tensor([4, 4]), 5, padded=False), expected[:1].expand(2, 5, 5))
+
+
+@pytest.mark.parametrize("single_root", [True, False], ids=["single", "multi"])
+def test_factor_and_solve_in_one_call_equals_factor_then_solve(single_root):
+    """The marginals' route factors and solves in one LAPACK call; log Z first (the certified
+    route) factors alone and solves later: the same factors, the same solve, the same bits."""
+    gen = torch.Generator().manual_seed(5)
+    scores = torch.randn(5, 13, 13, generator=gen, dtype=torch.float64) * torch.tensor([1.0, 3, 10, 1, 30])[:, None, None]
+    lengths = torch.tensor([12, 1, 7, 12, 9])
+    fused = TreeCRF(scores, lengths, single_root=single_root)
+    marginals = fused.marginals  # first: factor and solve together
+    assert fused._lu.lu is not None and fused._lu.solved is None  # (consumed by the marginals)
+    separate = TreeCRF(scores, lengths, single_root=single_root)
+    log_z = separate.log_partition  # first: the LU alone, then lu_solve for the marginals
+    assert torch.equal(separate.marginals, marginals)
+    assert torch.equal(fused.log_partition, log_z)
+    lu = Factorization(fused.arc_scores, lengths, single_root=single_root, padded=True, solve=True)
+    plain = Factorization(fused.arc_scores, lengths, single_root=single_root, padded=True)
+    assert torch.equal(lu.lu, plain.lu) and torch.equal(lu.pivots, plain.pivots)
+    solved = torch.linalg.lu_solve(plain.lu, plain.pivots, _constants(13, scores.device).rhs[single_root])
+    assert torch.equal(lu.solved, solved)
