@@ -37,6 +37,12 @@ def record_later(argv: Sequence[str]) -> tuple[list[str], str | None]:
     (['trainer.max_steps=5', 'hydra.output_subdir=null'], '.hydra')
     >>> record_later(["hydra.output_subdir=rec", "x=1"])
     (['x=1', 'hydra.output_subdir=null'], 'rec')
+
+    The override goes beside the user's first one: after a flag (``x=1 --cfg job``) argparse
+    would not take it as one of the overrides.
+
+    >>> record_later(["x=1", "--cfg", "job"])
+    (['x=1', 'hydra.output_subdir=null', '--cfg', 'job'], '.hydra')
     """
     subdir: str | None = ".hydra"
     kept = []
@@ -46,7 +52,8 @@ def record_later(argv: Sequence[str]) -> tuple[list[str], str | None]:
             subdir = None if value in ("null", "") else value
         else:
             kept.append(arg)
-    return [*kept, _DEFERRED], subdir
+    first = next((i for i, arg in enumerate(kept) if "=" in arg and not arg.startswith("-")), len(kept) - 1)
+    return [*kept[:first + 1], _DEFERRED, *kept[first + 1:]], subdir
 
 
 def owned_run(task: Callable[..., None], *, subdir: str | None,
