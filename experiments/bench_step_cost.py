@@ -138,13 +138,15 @@ def prepare(path: Path, *, n_batches: int, quick: bool) -> dict:
 class Runner:
     """One variant's model, optimiser, schedule and objective."""
 
-    def __init__(self, variant: Variant, prepared: dict, *, seed: int) -> None:
+    def __init__(self, variant: Variant, prepared: dict, *, seed: int,
+                 device: torch.device = torch.device("cpu")) -> None:
         model_cfg = group("model", "biaffine", ModelConfig)
         self.optim_cfg = group("optim", "adamw", OptimConfig)
         self.variant, self.single_root = variant, model_cfg.single_root
         sizes = prepared["sizes"]
         torch.manual_seed(seed)  # the same initial weights for every variant
-        self.model = build_parser(model_cfg, sizes).scorer  # as the trainer builds it
+        self.model = build_parser(model_cfg, sizes).scorer.to(device)  # as the trainer builds it
+        self.device = device
         self.model.train()
         self.optimizer = build_optimizer(self.model.parameters(), self.optim_cfg)
         total_steps = group("trainer", "default", TrainerConfig).max_steps
@@ -164,6 +166,7 @@ class Runner:
     def step(self, batch) -> tuple[float, float]:
         """(wall, CPU) seconds for one full training step on ``batch``."""
         batch = self.batch(batch)
+        self.synchronize()
         start, cpu = time.perf_counter(), time.process_time()
         out = to_output(
             self.model(batch),
@@ -177,10 +180,16 @@ class Runner:
         self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
+        self.synchronize()
         elapsed = (time.perf_counter() - start, time.process_time() - cpu)
         if not torch.isfinite(loss):
             raise ValueError(f"variant {self.variant.title}: non-finite loss {float(loss)}")
         return elapsed
+
+    def synchronize(self) -> None:
+        """Wait for the GPU's queued work, so that wall times cover it."""
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
 
     def loss_part(self, batch, edge: EdgeScores) -> tuple[float, float]:
         """(wall, CPU) seconds for scores -> loss -> backward to the scores (``edge`` detached)."""

@@ -129,11 +129,13 @@ def markdown_table(header: list[str], rows: list[list[object]]) -> str:
     return "\n".join(lines)
 
 
-def write_result(name: str, title: str, command: str, body: str) -> Path:
-    """Writes ``experiments/results/<name>`` with the command, the machine and the body."""
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / name
-    text = f"# {title}\n\nCommand: `{command}`\n\nMachine: {machine()}\n\n{body}\n"
+def write_result(name: str, title: str, command: str, body: str, *, directory: Path = RESULTS,
+                 machine_text: str | None = None) -> Path:
+    """Writes ``<directory>/<name>`` (``experiments/results`` by default) with the command, the
+    machine (``machine()`` unless given) and the body."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    text = f"# {title}\n\nCommand: `{command}`\n\nMachine: {machine_text or machine()}\n\n{body}\n"
     path.write_text(text, encoding="utf-8")
     print(text)
     return path
