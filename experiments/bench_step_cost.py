@@ -139,14 +139,14 @@ class Runner:
     """One variant's model, optimiser, schedule and objective."""
 
     def __init__(self, variant: Variant, prepared: dict, *, seed: int,
-                 device: torch.device = torch.device("cpu")) -> None:
+                 device: torch.device | None = None) -> None:
         model_cfg = group("model", "biaffine", ModelConfig)
         self.optim_cfg = group("optim", "adamw", OptimConfig)
         self.variant, self.single_root = variant, model_cfg.single_root
         sizes = prepared["sizes"]
         torch.manual_seed(seed)  # the same initial weights for every variant
-        self.model = build_parser(model_cfg, sizes).scorer.to(device)  # as the trainer builds it
-        self.device = device
+        self.device = device or torch.device("cpu")
+        self.model = build_parser(model_cfg, sizes).scorer.to(self.device)  # as the trainer builds it
         self.model.train()
         self.optimizer = build_optimizer(self.model.parameters(), self.optim_cfg)
         total_steps = group("trainer", "default", TrainerConfig).max_steps

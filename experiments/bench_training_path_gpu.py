@@ -103,7 +103,7 @@ def operations(data: str, batch_size: int, dtype: torch.dtype, single_root: bool
                for impl in IMPLS if name in ops[impl][0]}
         ms = {impl: 1000 * s for impl, s in wall_times(fns, device, repeats=repeats).items()}
         mib = {impl: peak_mib(fn, device) for impl, fn in fns.items()}
-        syncs = host_syncs(lambda: ops["ours"][0][name](), device)
+        syncs = host_syncs(ops["ours"][0][name], device)
         fastest_peer = min((ms[p] for p in IMPLS[1:] if p in ms), default=None)
         rows.append([
             data, batch_size, str(dtype).replace("torch.", ""), "single" if single_root else "multi", name,
