@@ -22,7 +22,7 @@ from parser.data.vocab import ROOT, UNK, Vocab
 from parser.models.build import build_scorer, scorer_options
 from parser.models.edge_scores import CRF_KINDS, EdgeScores, to_output
 from parser.models.ud_rules import UDRules, choose_relations, constrain, parse_rules
-from parser.structs import ParserOutput, attach_punct_projectively, attach_to_units
+from parser.structs import ParserOutput, attach_punct_projectively, attach_to_units, eisner
 from parser.structs.common import word_mask
 
 __all__ = [
@@ -170,12 +170,13 @@ class ParserModel(nn.Module):
             arc_scores = dist.labeled_scores.amax(-1) if getattr(dist, "labeled", False) else dist.arc_scores
             heads, stuck = attach_punct_projectively(heads, lengths, punct, arc_scores)
             if bool(stuck.any()) and not self.projective:
-                # A mark in the gap of crossing arcs has no valid head: those sentences get the
-                # best projective tree, where one always exists.
-                projective = dist.argmax(projective=True)
-                projective = projective[0] if isinstance(projective, tuple) else projective
-                again, _ = attach_punct_projectively(projective, lengths, punct, arc_scores)
-                heads = torch.where(stuck[:, None], again, heads)
+                # A mark in the gap of crossing arcs has no valid head: those sentences (only
+                # they: Eisner is O(N^3) per sentence) get the best projective tree by the scores
+                # the argmax maximises, where one always exists.
+                rows = stuck.nonzero().squeeze(1)
+                projective = eisner(arc_scores[rows], lengths[rows], single_root=dist.single_root)
+                again, _ = attach_punct_projectively(projective, lengths[rows], punct[rows], arc_scores[rows])
+                heads = heads.index_copy(0, rows, again)
         return heads, self.relations(out, heads, upos=upos)
 
     def _punct_words(self, upos: Tensor | None) -> Tensor | None:
