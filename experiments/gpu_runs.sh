@@ -3,7 +3,8 @@
 #   1. experiments/bench_training_path_gpu.py (the tree CRF beside torch-struct and SuPar);
 #   2. a fine-tuned MiniLM training step alone (sentences/s in its TensorBoard log);
 #   3. three fine-tuned MiniLM seeds and two joint-tag BiLSTMs at once, $MINUTES minutes each.
-# Run from the repository root:
+# Run from the repository root, in an environment with the package and its transformers extra
+# (pip install -e '.[transformers]', torch with CUDA) and the EWT treebank (UD_ROOT or data/ud):
 #   MODEL=.models/all-MiniLM-L6-v2 RUNS=/tmp/gpu_runs MINUTES=6 bash experiments/gpu_runs.sh [bench|train|all]
 # Run folders (checkpoints, logs, predictions) go to $RUNS; the benchmark's results file to $RUNS too.
 set -u
