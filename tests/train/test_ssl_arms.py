@@ -108,7 +108,7 @@ def test_the_arms_compose_with_the_ssl_family_and_any_treebank(treebank):
     assert list(cfg.objective.terms) == ["likelihood", "kl", "entropy"]
 
 
-@pytest.mark.parametrize("sweep", ["ssl_fair", "ssl_fair_entropy", "ssl_fair_risk"])
+@pytest.mark.parametrize("sweep", ["ssl_fair", "ssl_fair_entropy", "ssl_fair_risk", "ssl_fair_selftrain"])
 def test_the_fair_protocol_sweeps_are_at_most_8_dev_runs_that_never_read_test(sweep):
     jobs = [overrides for where, overrides in sweep_jobs(config_dir() / "sweep") if where.endswith(f"/{sweep}.yaml")]
     assert 2 <= len(jobs) <= 8
