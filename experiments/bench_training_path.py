@@ -64,8 +64,9 @@ IMPLS = ["ours", "torch-struct", "supar"]
 DATA = ["ewt", "synthetic-50", "synthetic-100", "synthetic-250"]
 
 
-def batches_of(data: str, dtype: torch.dtype, *, quick: bool) -> list[tuple]:
-    """``[(scores, other, weights, lengths)]`` for the EWT test set or ``synthetic-N``."""
+def batches_of(data: str, dtype: torch.dtype, *, quick: bool, batch_size: int = 32) -> list[tuple]:
+    """``[(scores, other, weights, lengths)]`` for the EWT test set (batches of at most 32) or
+    ``synthetic-N`` (one batch of ``batch_size``)."""
     generator = torch.Generator().manual_seed(0)
     if data == "ewt":
         lengths = sentence_lengths("en_ewt", "test")
@@ -74,7 +75,7 @@ def batches_of(data: str, dtype: torch.dtype, *, quick: bool) -> list[tuple]:
             buckets = buckets[::8]
     else:
         n = int(data.split("-")[1])
-        buckets = [[n] * (4 if quick else 32)]
+        buckets = [[n] * (4 if quick else batch_size)]
     out = []
     for bucket in buckets:
         scores, lens = padded_scores(bucket, generator=generator, dtype=dtype)
@@ -181,23 +182,32 @@ class TorchStructTree:
         return self.dist.score(heads, labels) - log_z
 
 
-def training_steps(*, n_batches: int, repeats: int, quick: bool) -> list[list[object]]:
-    """Sentences/s of a default biaffine likelihood step: ours, torch-struct's log Z, per-word CE."""
+def training_steps(*, n_batches: int, repeats: int, quick: bool,
+                   device: torch.device | None = None) -> list[list[object]]:
+    """Sentences/s of a default biaffine likelihood step: ours, torch-struct's log Z, per-word CE.
+    On the CPU by CPU time; on a GPU by wall time with the GPU synchronised, after a warm-up step
+    of each (cuDNN and cuBLAS plans, the allocator's pools)."""
+    device = device or torch.device("cpu")
     with tempfile.TemporaryDirectory() as tmp:
         prepared = prepare(Path(tmp) / "prepared.pt", n_batches=n_batches, quick=quick)
-    runners = {"tree CRF likelihood (ours)": Runner(VARIANTS["a"], prepared, seed=0),
-               "tree CRF likelihood (torch-struct log Z)": Runner(VARIANTS["a"], prepared, seed=0),
-               "Dozat & Manning head cross-entropy": Runner(VARIANTS["b"], prepared, seed=0)}
+    runners = {name: Runner(VARIANTS[variant], prepared, seed=0, device=device)
+               for name, variant in (("tree CRF likelihood (ours)", "a"),
+                                     ("tree CRF likelihood (torch-struct log Z)", "a"),
+                                     ("Dozat & Manning head cross-entropy", "b"))}
     swapped = runners["tree CRF likelihood (torch-struct log Z)"]
     objective = swapped.objective
     swapped.objective = lambda out, batch: objective(ParserOutput(TorchStructTree(out.dist), out.label_scores), batch)
+    batches = [batch.to(device) for batch in prepared["batches"]]
+    clock = 0 if device.type == "cuda" else 1  # Runner.step returns (wall, CPU) seconds
+    if device.type == "cuda":
+        for runner in runners.values():
+            runner.step(batches[0])
     times = {name: [] for name in runners}
-    batches = prepared["batches"]
     for _ in range(repeats):  # interleaved per batch, as bench_step_cost does
         for i, batch in enumerate(batches):
             names = list(runners)
             for name in names[i % 3:] + names[: i % 3]:
-                times[name].append(runners[name].step(batch)[1])
+                times[name].append(runners[name].step(batch)[clock])
     sentences = sum(b.size for b in batches) * repeats
     base = "Dozat & Manning head cross-entropy"
     rows = []

@@ -17,54 +17,27 @@ during one call, above what was allocated before it (the inputs).
 from __future__ import annotations
 
 import argparse
-import statistics
-import tempfile
 import time
 import warnings
 from pathlib import Path
 
 import torch
-from bench_step_cost import VARIANTS, Runner, prepare
-from bench_training_path import MAKERS, OPERATIONS, SYNCS, TorchStructTree, batches_of
-from common import RESULTS, markdown_table, write_result
-
-from parser.structs import ParserOutput
+from bench_training_path import MAKERS, OPERATIONS, SYNCS, batches_of, training_steps
+from common import RESULTS, interleaved_times, markdown_table, write_result
 
 IMPLS = list(MAKERS)
 DATA = [("ewt", 32)] + [(f"synthetic-{n}", b) for n in (50, 100, 250) for b in (32, 256)]
 
 
 def on_device(data: str, batch_size: int, dtype: torch.dtype, device: torch.device, *, quick: bool):
-    """``batches_of``'s batches (synthetic ones widened to ``batch_size`` rows) moved to ``device``."""
-    out = []
-    for scores, other, weights, lengths in batches_of(data, dtype, quick=quick):
-        if data != "ewt" and batch_size != scores.shape[0]:
-            reps = -(-batch_size // scores.shape[0])
-            scores, other, weights, lengths = (x.repeat(reps, *[1] * (x.dim() - 1))[:batch_size]
-                                               for x in (scores, other, weights, lengths))
-            scores = scores + 0.01 * torch.randn_like(scores)  # rows not identical
-        out.append(tuple(x.to(device) for x in (scores, other, weights, lengths)))
-    return out
+    """``batches_of``'s batches moved to ``device``."""
+    return [tuple(x.to(device) for x in batch)
+            for batch in batches_of(data, dtype, quick=quick, batch_size=batch_size)]
 
 
 def synchronize(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-
-
-def wall_times(fns: dict, device: torch.device, *, repeats: int) -> dict[str, float]:
-    """Median wall seconds of each ``fn()``, the GPU synchronised around every call; interleaved."""
-    for fn in fns.values():
-        fn()
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            synchronize(device)
-            start = time.perf_counter()
-            fn()
-            synchronize(device)
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def peak_mib(fn, device: torch.device) -> float:
@@ -101,7 +74,9 @@ def operations(data: str, batch_size: int, dtype: torch.dtype, single_root: bool
     for name in OPERATIONS:
         fns = {impl: (lambda impl=impl, name=name: [op[name]() for op in ops[impl]])
                for impl in IMPLS if name in ops[impl][0]}
-        ms = {impl: 1000 * s for impl, s in wall_times(fns, device, repeats=repeats).items()}
+        seconds = interleaved_times(fns, repeats=repeats, clock=time.perf_counter,
+                                    settle=lambda: synchronize(device))
+        ms = {impl: 1000 * s for impl, s in seconds.items()}
         mib = {impl: peak_mib(fn, device) for impl, fn in fns.items()}
         syncs = host_syncs(ops["ours"][0][name], device)
         fastest_peer = min((ms[p] for p in IMPLS[1:] if p in ms), default=None)
@@ -112,36 +87,6 @@ def operations(data: str, batch_size: int, dtype: torch.dtype, single_root: bool
             *[f"{mib[i]:.0f}" if i in mib else "—" for i in IMPLS],
             syncs,
         ])
-        print(rows[-1], flush=True)
-    return rows
-
-
-def training_steps(device: torch.device, *, n_batches: int, repeats: int, quick: bool) -> list[list[object]]:
-    """Sentences/s of a default biaffine likelihood step on ``device``: ours, torch-struct's log Z,
-    per-word cross-entropy; per-batch interleaved, wall time with the GPU synchronised."""
-    with tempfile.TemporaryDirectory() as tmp:
-        prepared = prepare(Path(tmp) / "prepared.pt", n_batches=n_batches, quick=quick)
-    names = ["tree CRF likelihood (ours)", "tree CRF likelihood (torch-struct log Z)",
-             "Dozat & Manning head cross-entropy"]
-    runners = {name: Runner(VARIANTS["b" if "Dozat" in name else "a"], prepared, seed=0, device=device)
-               for name in names}
-    swapped = runners[names[1]]
-    objective = swapped.objective
-    swapped.objective = lambda out, batch: objective(ParserOutput(TorchStructTree(out.dist), out.label_scores), batch)
-    batches = [batch.to(device) for batch in prepared["batches"]]
-    for runner in runners.values():  # warm-up: cuDNN / cuBLAS plans, the allocator's pools
-        runner.step(batches[0])
-    times: dict[str, list[float]] = {name: [] for name in names}
-    for _ in range(repeats):
-        for i, batch in enumerate(batches):
-            for name in names[i % 3:] + names[: i % 3]:
-                times[name].append(runners[name].step(batch)[0])
-    sentences = sum(b.size for b in batches) * repeats
-    base = times[names[2]]
-    rows = []
-    for name in names:
-        ratio = statistics.median(x / y for x, y in zip(times[name], base))
-        rows.append([name, f"{sentences / sum(times[name]):.1f}", f"{ratio:.3f}"])
         print(rows[-1], flush=True)
     return rows
 
@@ -164,7 +109,7 @@ def main() -> None:
             for single_root in (True, False):
                 rows += operations(data, batch_size, dtype, single_root, device,
                                    repeats=2 if args.quick else args.repeats, quick=args.quick)
-    step_rows = training_steps(device, n_batches=4 if args.quick else args.step_batches,
+    step_rows = training_steps(device=device, n_batches=4 if args.quick else args.step_batches,
                                repeats=1 if args.quick else 3, quick=args.quick)
     if args.quick:
         return

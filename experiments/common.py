@@ -84,14 +84,26 @@ def interleaved_cpu_times(fns: dict[str, Callable[[], object]], *, repeats: int 
     (A B C A B C ...), so drifts in the load of a shared machine hit all of them alike. CPU time,
     not wall time: time spent descheduled by other processes is not counted.
     """
+    return interleaved_times(fns, repeats=repeats)
+
+
+def interleaved_times(fns: dict[str, Callable[[], object]], *, repeats: int = 3,
+                      clock: Callable[[], float] = time.process_time,
+                      settle: Callable[[], object] | None = None) -> dict[str, float]:
+    """:func:`interleaved_cpu_times` with another ``clock`` (e.g. ``time.perf_counter``) and a
+    ``settle()`` called before and after each timed call (e.g. waiting for a GPU's queue)."""
     for fn in fns.values():
         fn()
     times: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeats):
         for name, fn in fns.items():
-            start = time.process_time()
+            if settle is not None:
+                settle()
+            start = clock()
             fn()
-            times[name].append(time.process_time() - start)
+            if settle is not None:
+                settle()
+            times[name].append(clock() - start)
     return {name: statistics.median(values) for name, values in times.items()}
 
 
