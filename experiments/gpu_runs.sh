@@ -5,12 +5,12 @@
 #   3. three fine-tuned MiniLM seeds and two joint-tag BiLSTMs at once, $MINUTES minutes each.
 # Run from the repository root, in an environment with the package and its transformers extra
 # (pip install -e '.[transformers]', torch with CUDA) and the EWT treebank (UD_ROOT or data/ud):
-#   MODEL=.models/all-MiniLM-L6-v2 RUNS=/tmp/gpu_runs MINUTES=6 bash experiments/gpu_runs.sh [bench|train|all]
-# Run folders (checkpoints, logs, predictions) go to $RUNS; the benchmark's results file to $RUNS too.
+#   RUNS=<folder outside the repository> MODEL=.models/all-MiniLM-L6-v2 MINUTES=6 bash experiments/gpu_runs.sh [bench|train|all]
+# Run folders (checkpoints, logs, predictions) go to $RUNS (required); the benchmark's results file to $RUNS too.
 set -u
 STAGE=${1:-all}
 MODEL=${MODEL:-.models/all-MiniLM-L6-v2}
-RUNS=${RUNS:-/tmp/gpu_runs}
+RUNS=${RUNS:?set RUNS to a folder for the run folders, outside the repository}
 MINUTES=${MINUTES:-6}
 PY=${PY:-python}
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
