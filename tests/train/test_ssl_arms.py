@@ -13,7 +13,7 @@ from parser.config import config_dir, register_configs
 from parser.constraints import EstimateOptions, estimated_set, load_constraints
 from parser.objectives import GeneralizedExpectation
 from parser.train.loop import Trainer
-from tests.train.helpers import tiny_config
+from tests.train.helpers import TINY_MODEL, tiny_config
 from tests.train.resolved_configs import sweep_jobs
 
 STEPS = ["trainer.max_steps=4", "trainer.eval_every=4", "trainer.final_eval=false", "data.labeled_size=8"]
@@ -118,3 +118,23 @@ def test_the_fair_protocol_sweeps_are_at_most_8_dev_runs_that_never_read_test(sw
         assert cfg.data.test_split is None and cfg.data.dev_split == "dev" and cfg.family == "ssl_ewt"
         terms.add(tuple(cfg.objective.terms))
     assert len(terms) == 1  # one arm per sweep
+
+
+def test_the_transfer_family_draws_its_trees_from_dev_and_selects_nothing(tmp_path, ud_root):
+    cfg = tiny_config("experiment=ssl_transfer", "data=de_gsd", f"data.root={ud_root}", "trainer.max_steps=2",
+                      "trainer.eval_every=2", "trainer.final_eval=false", "data.max_length=20")
+    assert cfg.family == "ssl_transfer" and cfg.data.labeled_size == 100 and cfg.data.dev_split is None
+    trainer = Trainer(cfg, run_dir=tmp_path)
+    dev_file = ud_root / "de_gsd" / "de_gsd-ud-dev.conllu"
+    data = trainer.data
+    assert data.dev is None and data.test is not None
+    assert len(data.labeled) == 100 and all(s.is_annotated for s in data.labeled)
+    n_dev = sum(1 for line in dev_file.open(encoding="utf-8") if line.startswith("# sent_id"))
+    assert len(data.labeled) + len(data.unlabeled) == n_dev
+    assert {str(s.path) for s in data.labeled} == {str(dev_file)}
+    labeled_ids = {s.sent_id for s in data.labeled}
+    assert not labeled_ids & {s.sent_id for s in data.unlabeled}  # the rest of dev, trees removed
+    assert all(set(s.heads) == {-1} for s in data.unlabeled)
+    trainer.cfg.trainer.progress = False
+    state = trainer.fit()  # no dev: the latest model is kept
+    assert state.step == 2 and state.best_step == 2
