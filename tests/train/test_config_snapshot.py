@@ -27,7 +27,7 @@ GE_FAMILIES = (
     "ge_alone_harmony_punct", "ge_alone_harmony_long", "ge_alone_harmony_decoded", "ge_alone_clauses",
     "ge_alone_selftrain", "ge_alone_selftrain_decoder",
 )
-FAMILIES = (*GE_FAMILIES, "ewt_biaffine", "ewt_biaffine_cpu", "ewt_loglinear", "quickstart", "ssl_ewt")
+FAMILIES = (*GE_FAMILIES, "ewt_biaffine", "ewt_biaffine_cpu", "ewt_loglinear", "quickstart", "ssl_ewt", "ssl_transfer")
 
 # Old experiment -> the overrides that replace it. The GE families: one file per family, the
 # treebank by data=<treebank> (``ge_alone_clauses_de_gsd`` -> ``experiment=ge_alone_clauses
