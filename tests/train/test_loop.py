@@ -5,7 +5,7 @@ import torch
 
 from parser.data.batching import collate, encode_all
 from parser.runtime.checkpoint import load_checkpoint
-from parser.train.loop import NonFiniteError, Trainer
+from parser.train.loop import NonFiniteError, Trainer, all_finite
 from tests.train.helpers import tiny_config
 
 
@@ -184,3 +184,15 @@ def test_without_labeled_trees_the_best_checkpoint_is_chosen_on_dev_uas(tmp_path
     state = trainer.fit()
     assert scores["uas"] != scores["las"]  # the two differ, so the test can tell them apart
     assert state.best_score == scores["uas"] and state.best_step == 2
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_all_finite_is_exact_at_any_magnitude(dtype):
+    big = torch.full((1000,), torch.finfo(dtype).max, dtype=dtype)  # a plain sum would overflow
+    small = torch.randn(7, 3).to(dtype)
+    assert all_finite([big, -big, small]) and all_finite([])
+    for bad in (float("nan"), float("inf"), float("-inf")):
+        spoilt = small.clone()
+        spoilt[4, 1] = bad
+        assert not all_finite([big, spoilt])
+        assert not all_finite([spoilt.requires_grad_()])  # parameters: no graph needed
