@@ -13,7 +13,7 @@ from parser.config import config_dir, register_configs
 from parser.constraints import EstimateOptions, estimated_set, load_constraints
 from parser.objectives import GeneralizedExpectation
 from parser.train.loop import Trainer
-from tests.train.helpers import TINY_MODEL, tiny_config
+from tests.train.helpers import tiny_config
 from tests.train.resolved_configs import sweep_jobs
 
 STEPS = ["trainer.max_steps=4", "trainer.eval_every=4", "trainer.final_eval=false", "data.labeled_size=8"]
@@ -135,6 +135,5 @@ def test_the_transfer_family_draws_its_trees_from_dev_and_selects_nothing(tmp_pa
     labeled_ids = {s.sent_id for s in data.labeled}
     assert not labeled_ids & {s.sent_id for s in data.unlabeled}  # the rest of dev, trees removed
     assert all(set(s.heads) == {-1} for s in data.unlabeled)
-    trainer.cfg.trainer.progress = False
     state = trainer.fit()  # no dev: the latest model is kept
     assert state.step == 2 and state.best_step == 2
