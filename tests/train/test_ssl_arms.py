@@ -120,6 +120,25 @@ def test_the_fair_protocol_sweeps_are_at_most_8_dev_runs_that_never_read_test(sw
     assert len(terms) == 1  # one arm per sweep
 
 
+# Each chosen-setting file against the overrides its fair-protocol runs were launched with
+# (experiments/results/ssl_fair.md, ssl_fair_entropy.md): the file must resolve to that config.
+CHOSEN = {
+    "entropy_fair": ["objective=entropy", "objective.terms.entropy.weight=0.03",
+                     "objective.terms.entropy.warmup=500"],
+    "risk_fair": ["objective=risk_annealed", "objective.terms.risk.weight=0.5",
+                  "objective.terms.risk.warmup=500", "objective.terms.risk.temperature=0.5"],
+    "ge_fair": ["objective=likelihood_ge_estimated", "objective.terms.ge.weight=0.1",
+                "objective.terms.ge.warmup=0"],
+}
+
+
+@pytest.mark.parametrize("chosen", sorted(CHOSEN))
+def test_a_chosen_setting_file_is_the_config_its_runs_used(chosen):
+    run = _compose("experiment=ssl_ewt", "data.labeled_size=100", *CHOSEN[chosen])
+    file = _compose("experiment=ssl_ewt", "data.labeled_size=100", f"objective={chosen}")
+    assert file.objective == run.objective
+
+
 def test_the_transfer_family_draws_its_trees_from_dev_and_selects_nothing(tmp_path, ud_root):
     cfg = tiny_config("experiment=ssl_transfer", "data=de_gsd", f"data.root={ud_root}", "trainer.max_steps=2",
                       "trainer.eval_every=2", "trainer.final_eval=false", "data.max_length=20")
