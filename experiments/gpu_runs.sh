@@ -6,7 +6,10 @@
 #   step   a fine-tuned MiniLM training step alone on EWT ($STEP_STEPS steps; sentences/s and
 #          tokens/s: python experiments/tb_speed.py $RUNS/minilm_ft_solo);
 #   train  three fine-tuned MiniLM seeds and two joint-tag BiLSTMs (the CPU recipe, and Dozat &
-#          Manning's sizes) at once, $MINUTES minutes of training each, then their dev/test scores.
+#          Manning's sizes) at once, $MINUTES minutes of training each, then their dev/test scores;
+#   solo   one fine-tuned MiniLM seed ($SEED) alone on the GPU for $MINUTES minutes (not part of
+#          `all`: on one GPU without MPS the 'train' stage's five processes time-slice it, and the
+#          MiniLM runs there went 5 times slower than alone).
 # Run from the repository root, in an environment with the package and its transformers extra
 # (pip install -e '.[transformers]', torch with CUDA) and the EWT treebank (UD_ROOT or data/ud):
 #   RUNS=<folder outside the repository> MODEL=.models/all-MiniLM-L6-v2 MINUTES=6 bash experiments/gpu_runs.sh [smoke|step|train|all]
@@ -57,5 +60,8 @@ if [ "$STAGE" = all ] || [ "$STAGE" = train ]; then
   train bilstm_full_s1 experiment=ewt_biaffine "${JOINT[@]}" "trainer.max_minutes=$MINUTES" \
     trainer.eval_every=400 trainer.seed=1 &
   wait
+fi
+if [ "$STAGE" = solo ]; then
+  train "minilm_ft_solo_s${SEED:-1}" "${MINILM[@]}" "trainer.max_minutes=$MINUTES" "trainer.seed=${SEED:-1}"
 fi
 cat "$RUNS/status.txt"
