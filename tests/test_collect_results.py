@@ -102,6 +102,24 @@ def test_official_scores_preferred_and_in_loop_fallback(sweep: Path) -> None:
     assert load_run(sweep / "eg" / "n1000" / "seed1").complete is False
 
 
+def test_a_run_scored_later_by_parser_evaluate_counts(tmp_path: Path) -> None:
+    # The fair protocol's chosen dev run: trained without test, scored by parser-evaluate into
+    # eval/<treebank>-test.pred.metrics.json. Its own test file, where present, wins.
+    later = make_run(tmp_path, "dev_only", terms=LIKELIHOOD, size=100, seed=1, uas=None)
+    (later / "eval").mkdir()
+    (later / "eval" / "en_ewt-test.pred.metrics.json").write_text(
+        json.dumps({"official": {"UAS": 73.0, "LAS": 68.0}}))
+    (later / "eval" / "de_gsd-test.pred.metrics.json").write_text(  # another treebank: not its own
+        json.dumps({"official": {"UAS": 50.0, "LAS": 40.0}}))
+    assert (load_run(later).uas, load_run(later).las) == (73.0, 68.0)
+    assert load_run(later, split="dev").complete is False
+    both = make_run(tmp_path, "both", terms=LIKELIHOOD, size=100, seed=2, uas=71.0)
+    (both / "eval").mkdir()
+    (both / "eval" / "en_ewt-test.pred.metrics.json").write_text(
+        json.dumps({"official": {"UAS": 99.0, "LAS": 99.0}}))
+    assert load_run(both).uas == 71.0
+
+
 def test_differing_settings_split_rows_or_get_footnotes(tmp_path: Path) -> None:
     root = tmp_path / "runs"
     # Same objective and size, different weights: never pooled.
