@@ -7,9 +7,11 @@
 #          tokens/s: python experiments/tb_speed.py $RUNS/minilm_ft_solo);
 #   train  three fine-tuned MiniLM seeds and two joint-tag BiLSTMs (the CPU recipe, and Dozat &
 #          Manning's sizes) at once, $MINUTES minutes of training each, then their dev/test scores;
-#   solo   one fine-tuned MiniLM seed ($SEED) alone on the GPU for $MINUTES minutes (not part of
-#          `all`: on one GPU without MPS the 'train' stage's five processes time-slice it, and the
-#          MiniLM runs there went 5 times slower than alone).
+#   solo   fine-tuned MiniLM seeds ($SEEDS, default 1) one after another, each alone on the GPU
+#          for $MINUTES minutes or $STEPS steps (not part of `all`).
+# On 2026-11-27 (H200, no MPS) the 'train' stage's five processes time-sliced the GPU and its MiniLM
+# runs went 5.7 times slower than alone; the stage now starts CUDA MPS where the machine has it
+# (commands run as root there), which lets the processes' kernels share the GPU.
 # Run from the repository root, in an environment with the package and its transformers extra
 # (pip install -e '.[transformers]', torch with CUDA) and the EWT treebank (UD_ROOT or data/ud):
 #   RUNS=<folder outside the repository> MODEL=.models/all-MiniLM-L6-v2 MINUTES=6 bash experiments/gpu_runs.sh [smoke|step|train|all]
@@ -52,6 +54,12 @@ if [ "$STAGE" = all ] || [ "$STAGE" = step ]; then
   $PY experiments/tb_speed.py "$RUNS/minilm_ft_solo" --skip 20
 fi
 if [ "$STAGE" = all ] || [ "$STAGE" = train ]; then
+  MPS=""
+  if [ "$DEVICE" = cuda ] && command -v nvidia-cuda-mps-control > /dev/null \
+      && nvidia-cuda-mps-control -d; then
+    MPS=on
+    echo "CUDA MPS on" >> "$RUNS/status.txt"
+  fi
   for seed in 1 2 3; do
     train "minilm_ft_s$seed" "${MINILM[@]}" "trainer.max_minutes=$MINUTES" "trainer.seed=$seed" &
   done
@@ -60,8 +68,12 @@ if [ "$STAGE" = all ] || [ "$STAGE" = train ]; then
   train bilstm_full_s1 experiment=ewt_biaffine "${JOINT[@]}" "trainer.max_minutes=$MINUTES" \
     trainer.eval_every=400 trainer.seed=1 &
   wait
+  [ -n "$MPS" ] && echo quit | nvidia-cuda-mps-control
 fi
 if [ "$STAGE" = solo ]; then
-  train "minilm_ft_solo_s${SEED:-1}" "${MINILM[@]}" "trainer.max_minutes=$MINUTES" "trainer.seed=${SEED:-1}"
+  for seed in ${SEEDS:-1}; do
+    train "minilm_ft_solo_s$seed" "${MINILM[@]}" "trainer.max_minutes=$MINUTES" \
+      "trainer.max_steps=${STEPS:-20000}" "trainer.seed=$seed"
+  done
 fi
 cat "$RUNS/status.txt"
