@@ -2,10 +2,10 @@
 
 A run directory holds ``.hydra/config.yaml`` (written by Hydra) and, once training finished,
 ``<split>.pred.metrics.json`` (written by ``parser.train.final``; for a split the run was not
-scored on, ``parser-evaluate``'s ``eval/<treebank>-<split>.pred.metrics.json`` stands in). A run is described by its
-flattened config (``{"data.labeled_size": 100, ...}``), an objective label built from its
-``objective.terms`` (``"likelihood + entropy + GE"``) and a labeled-size label (``"100"``,
-``"25%"``, ``"all"``).
+scored on, ``parser-evaluate``'s ``eval/<treebank>-<split>.pred.metrics.json`` stands in). A run
+is described by its flattened config (``{"data.labeled_size": 100, ...}``), an objective label
+built from its ``objective.terms`` (``"likelihood + entropy + GE"``) and a labeled-size label
+(``"100"``, ``"25%"``, ``"all"``).
 """
 
 from __future__ import annotations
