@@ -14,7 +14,7 @@
 # (commands run as root there), which lets the processes' kernels share the GPU.
 # Run from the repository root, in an environment with the package and its transformers extra
 # (pip install -e '.[transformers]', torch with CUDA) and the EWT treebank (UD_ROOT or data/ud):
-#   RUNS=<folder outside the repository> MODEL=.models/all-MiniLM-L6-v2 MINUTES=6 bash experiments/gpu_runs.sh [smoke|step|train|all]
+#   RUNS=<folder outside the repository> MODEL=.models/all-MiniLM-L6-v2 MINUTES=6 bash experiments/gpu_runs.sh [smoke|step|train|all|solo]
 # Run folders (checkpoints, logs, predictions) go to $RUNS (required). DEVICE=cpu runs the same
 # commands on the CPU (a check of this script, not a measurement).
 set -u
