@@ -59,7 +59,14 @@ from parser.cli.predict import decoder_overrides
 from parser.cli.shell import run_key_value_cli
 from parser.data.conllu_io import read_conllu
 from parser.data.paths import resolve_ud_root, treebank_file
-from parser.eval.report import file_report, format_report, metrics_path_for, write_metrics_json
+from parser.eval.report import (
+    EVAL_FOLDER,
+    file_report,
+    format_report,
+    metrics_path_for,
+    split_prediction_stem,
+    write_metrics_json,
+)
 from parser.eval.significance import METHODS, comparison_report, format_comparison
 from parser.inference import predict_file
 from parser.runtime.user_files import input_file, output_dir, output_file
@@ -204,7 +211,7 @@ def default_output_dir(checkpoint: Path) -> Path:
     """``<run>/eval`` for ``<run>/checkpoints/<file>.pt``, else ``eval/`` beside the checkpoint:
     never the ``checkpoints/`` folder itself (the trainer prunes and resumes from it)."""
     folder = checkpoint.resolve().parent
-    return (folder.parent if folder.name == "checkpoints" else folder) / "eval"
+    return (folder.parent if folder.name == "checkpoints" else folder) / EVAL_FOLDER
 
 
 def _prediction_paths(args: dict) -> tuple[Path, Path]:
@@ -217,7 +224,7 @@ def _prediction_paths(args: dict) -> tuple[Path, Path]:
         if not args["treebank"]:
             raise ValueError("checkpoint= needs treebank=... (and split=) or gold=...")
         gold_path = treebank_file(resolve_ud_root(args["root"]), args["treebank"], args["split"])
-        name = f"{args['treebank']}-{args['split']}"
+        name = split_prediction_stem(args["treebank"], args["split"])
     target = Path(args["output"]).expanduser() if args["output"] else default_output_dir(checkpoint)
     _refuse_checkpoints_folder(target, option="output")
     out_dir = output_dir(target, option="output", shown=args["output"] or target)

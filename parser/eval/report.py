@@ -158,6 +158,14 @@ def _file_columns(gold_path: Path, pred_path: Path) -> tuple[Heads, Rels, Heads,
             [p["heads"] for p in pred], [[r or "_" for r in p["rels"]] for p in pred])
 
 
+EVAL_FOLDER = "eval"  # where parser-evaluate writes inside a run folder (beside checkpoints/)
+
+
+def split_prediction_stem(treebank: str, split: str) -> str:
+    """The stem of the file parser-evaluate writes for a treebank's split: ``en_ewt-test``."""
+    return f"{treebank}-{split}"
+
+
 def metrics_path_for(pred_path: str | os.PathLike) -> Path:
     """Where the metrics of a prediction file go: beside it, ``<name>.metrics.json``."""
     pred_path = Path(pred_path)

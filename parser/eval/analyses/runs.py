@@ -19,6 +19,8 @@ from pathlib import Path
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from parser.eval.report import EVAL_FOLDER, metrics_path_for, split_prediction_stem
+
 __all__ = [
     "Run",
     "find_run_dirs",
@@ -200,7 +202,8 @@ def metrics_file(directory: Path, data: Mapping, split: str) -> Path:
     wrote into ``<run>/eval/``: a run trained without the split and scored on it afterwards, as
     the fair protocol scores its chosen dev run on test (configs/sweep/ssl_fair.yaml)."""
     own = directory / f"{split}.pred.metrics.json"
-    later = directory / "eval" / f"{data.get('treebank')}-{split}.pred.metrics.json"
+    stem = split_prediction_stem(str(data.get("treebank")), split)
+    later = metrics_path_for(directory / EVAL_FOLDER / f"{stem}.pred.conllu")
     return later if not own.is_file() and later.is_file() else own
 
 
