@@ -39,7 +39,7 @@ train: install data
 	$(PY) -m parser.cli.train experiment=quickstart
 
 test: install data
-	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q -rs -n 2
 
 # Benchmarks run on one pinned core; torch-struct and SuPar go into .bench/ only, never into the
 # runtime environment.

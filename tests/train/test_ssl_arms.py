@@ -129,6 +129,9 @@ CHOSEN = {
                   "objective.terms.risk.warmup=500", "objective.terms.risk.temperature=0.5"],
     "ge_fair": ["objective=likelihood_ge_estimated", "objective.terms.ge.weight=0.1",
                 "objective.terms.ge.warmup=0"],
+    "kl_fair": ["objective=kl", "objective.terms.kl.weight=3.0", "+objective.terms.kl.warmup=500"],
+    "[kl_fair,entropy_fair]": ["objective=[kl,entropy_fair]", "objective.terms.kl.weight=3.0",
+                               "+objective.terms.kl.warmup=500"],
 }
 
 
