@@ -190,7 +190,8 @@ class ModelConfig:
     # and every expectation stay non-projective; parser-evaluate / parser-predict projective=... override.
     projective: bool = False
     # The tree distribution trained and decoded: matrix_tree (non-projective, parser.structs.TreeCRF)
-    # or projective (Eisner's inside algorithm, parser.structs.ProjectiveTreeCRF; labels: classifier).
+    # or projective (Eisner's inside algorithm, parser.structs.ProjectiveTreeCRF; labels: classifier;
+    # labeled training trees that are not projective are left out, with a warning that counts them).
     crf: str = "matrix_tree"
     # After decoding, re-attach the words of these UPOS by the UD punct/cc guidelines (to the unit
     # they separate: parser.structs.attach_to_units), e.g. [PUNCT, CCONJ]; [] = as decoded.

@@ -81,6 +81,12 @@ class KLToTeacher:
             )
         if not torch.equal(teacher.lengths, model.lengths):
             raise ValueError("KLToTeacher: teacher and model lengths differ")
+        if self.tree is None and type(teacher) is not type(model):
+            raise ValueError(
+                f"KLToTeacher: the teacher's {type(teacher).__name__} and the model's "
+                f"{type(model).__name__} differ (model.crf): a KL compares like distributions; train "
+                "the teacher with this run's model.crf, or take its trees (tree=mst, projective or decoder)"
+            )
         # A fresh, detached teacher: nothing it caches can join the model's graph.
         teacher = type(teacher)(
             teacher.scores.detach().to(model.scores.dtype), model.lengths, single_root=teacher.single_root

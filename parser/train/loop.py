@@ -98,6 +98,7 @@ class Trainer:
         self.data: TrainingData = load_training_data(
             cfg.data, seed=trainer.seed, vocabs=vocabs, num_replicas=self.dist.world_size,
             rank=self.dist.rank, objective_terms=cfg.objective.terms,
+            projective_trees=str(cfg.model.crf) == "projective",
         )
         self.vocabs = self.data.vocabs
         if self.dist.is_main:

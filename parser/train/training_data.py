@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
+
 from parser.config import DataConfig, OnInvalid
 from parser.constraints.spec import UPOS_TAGS
 from parser.data.batching import BucketBatcher, EncodedSentence
@@ -25,12 +27,14 @@ from parser.inference import missing_upos, tag_input
 from parser.objectives import terms_needing
 from parser.runtime.checkpoint import CheckpointError
 from parser.runtime.user_files import input_file
+from parser.structs import is_projective
 from parser.tagger.predict import load_tagger
 
 __all__ = [
     "TrainingData",
     "eval_batcher",
     "load_training_data",
+    "projective_only",
     "read_split",
     "split_path",
     "tag_unlabeled",
@@ -136,11 +140,13 @@ class TrainingData:
 
 def load_training_data(
     cfg: DataConfig, *, seed: int, vocabs: Vocabularies | None = None, num_replicas: int = 1,
-    rank: int = 0, objective_terms: Mapping | None = None,
+    rank: int = 0, objective_terms: Mapping | None = None, projective_trees: bool = False,
 ) -> TrainingData:
     """Read the files, tag the unlabeled text (``data.tagger``), build (or reuse, when
     resuming) the vocabularies, make the stream. ``objective_terms`` (``objective.terms``) says
-    whether a term reads the unlabeled text's UPOS: missing UPOS and no tagger is then an error."""
+    whether a term reads the unlabeled text's UPOS: missing UPOS and no tagger is then an error.
+    ``projective_trees`` (``model.crf=projective``): labeled trees that are not projective are
+    left out (:func:`projective_only`)."""
     train = read_split(cfg, "train")
     sentences = list(train.sentences) if train is not None else []
     if cfg.max_train_sentences is not None:
@@ -150,6 +156,8 @@ def load_training_data(
         seed=cfg.subset_seed,
     )
     labeled = [sentences[i] for i in labeled_ids]
+    if projective_trees:
+        labeled = projective_only(labeled)
     unlabeled = strip_annotation([sentences[i] for i in unlabeled_ids])
     if cfg.unlabeled_file:
         on_invalid = "raise" if OnInvalid(cfg.on_invalid) is OnInvalid.error else "skip"
@@ -185,6 +193,28 @@ def load_training_data(
         vocabs=vocabs, stream=stream, labeled=labeled, unlabeled=unlabeled,
         dev=read_split(cfg, "dev"), test=read_split(cfg, "test"),
     )
+
+
+def projective_only(labeled: list[Sentence]) -> list[Sentence]:
+    """``labeled`` without its complete trees that are not projective (logged with their count):
+    a projective tree CRF gives such a tree probability 0, so its likelihood would be infinite
+    and every step holding it skipped (SuPar's ``--proj`` leaves them out the same way). A
+    partially annotated sentence stays: its likelihood sums over the projective trees that
+    agree with it."""
+    complete = [i for i, s in enumerate(labeled) if s.is_annotated]
+    if not complete:
+        return labeled
+    width = max(len(labeled[i]) for i in complete) + 1
+    heads = torch.zeros(len(complete), width, dtype=torch.long)
+    for row, i in enumerate(complete):
+        heads[row, 1 : len(labeled[i]) + 1] = torch.tensor(labeled[i].heads)
+    lengths = torch.tensor([len(labeled[i]) for i in complete])
+    dropped = {i for i, ok in zip(complete, is_projective(heads, lengths).tolist()) if not ok}
+    if dropped:
+        log.warning("model.crf=projective: %d of %d labeled training trees are not projective and "
+                    "are left out (the projective tree CRF gives them probability 0)",
+                    len(dropped), len(labeled))
+    return [s for i, s in enumerate(labeled) if i not in dropped]
 
 
 def report_unknown_upos(sentences: list[Sentence]) -> int:

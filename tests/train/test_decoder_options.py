@@ -122,3 +122,47 @@ def test_bad_decoder_options_fail_at_start_up(tmp_path, checkpoint):
     output = tmp_path / "never.conllu"
     code = predict_main([f"checkpoint={checkpoint}", f"input={FIXTURE}", f"output={output}", "projective=maybe"])
     assert code != 0 and not output.exists()
+
+
+# "A hearing is scheduled on the issue today .": hearing <- issue crosses scheduled's root arc.
+NON_PROJECTIVE = """# sent_id = crossing
+1\tA\ta\tDET\t_\t_\t2\tdet\t_\t_
+2\thearing\thearing\tNOUN\t_\t_\t4\tnsubj\t_\t_
+3\tis\tbe\tAUX\t_\t_\t4\taux\t_\t_
+4\tscheduled\tschedule\tVERB\t_\t_\t0\troot\t_\t_
+5\ton\ton\tADP\t_\t_\t7\tcase\t_\t_
+6\tthe\tthe\tDET\t_\t_\t7\tdet\t_\t_
+7\tissue\tissue\tNOUN\t_\t_\t2\tnmod\t_\t_
+8\ttoday\ttoday\tNOUN\t_\t_\t4\tobl\t_\t_
+9\t.\t.\tPUNCT\t_\t_\t4\tpunct\t_\t_
+
+"""
+
+
+def test_projective_crf_leaves_out_non_projective_training_trees(tmp_path, caplog):
+    from parser.train.loop import Trainer
+
+    train = tmp_path / "train.conllu"
+    train.write_text(Path("tests/fixtures/tiny-train.conllu").read_text(encoding="utf-8") + NON_PROJECTIVE,
+                     encoding="utf-8")
+    cfg = tiny_config("model.crf=projective", "objective=likelihood", f"data.train_file={train}",
+                      "trainer.max_steps=4", "trainer.eval_every=4", "trainer.final_eval=false")
+    with caplog.at_level("WARNING"):
+        trainer = Trainer(cfg, run_dir=tmp_path / "run")
+        trainer.fit()
+    assert "1 of 33 labeled training trees are not projective and are left out" in caplog.text
+    assert len(trainer.data.labeled) == 32
+    assert "step skipped" not in caplog.text  # no infinite likelihood reached a step
+
+
+def test_projective_only_keeps_projective_and_partial_trees(tmp_path):
+    from parser.data.conllu_io import read_conllu
+    from parser.train.training_data import projective_only
+
+    path = tmp_path / "mixed.conllu"
+    partial = NON_PROJECTIVE.replace("crossing", "partial").replace("\t2\tnmod", "\t_\tnmod")
+    path.write_text(NON_PROJECTIVE + Path(FIXTURE).read_text(encoding="utf-8") + partial, encoding="utf-8")
+    sentences = read_conllu(path, require_trees=False).sentences
+    kept = projective_only(sentences)
+    assert [s.sent_id for s in kept] == [s.sent_id for s in sentences[1:]]
+    assert kept[-1].sent_id == "partial" and not kept[-1].is_annotated

@@ -129,6 +129,28 @@ class ProjectiveTreeCRF:
         expected = (self._marginals64 * masked).sum((1, 2))
         return rounding_cleared(self._log_z64() - expected, self._rounding).to(self.scores.dtype)
 
+    def kl(self, other: ProjectiveTreeCRF) -> Tensor:
+        """``[B]`` KL(self || other) = sum mu (s - s') - log Z + log Z' over projective trees (arc
+        factored, so the first-order marginals suffice, as for ``TreeCRF.kl``), formed in float64;
+        inf where self puts mass on an arc other forbids. Self-training's soft KL term on a
+        ``model.crf=projective`` model with a teacher of the same kind."""
+        if not isinstance(other, ProjectiveTreeCRF):
+            raise ValueError(f"other: expected a ProjectiveTreeCRF, got {type(other).__name__}")  # noqa: TRY004
+        if (other.scores.shape != self.scores.shape or other.single_root != self.single_root
+                or not torch.equal(other.lengths, self.lengths)):
+            raise ValueError(f"other: scores {list(other.scores.shape)} single_root={other.single_root} "
+                             f"do not match {list(self.scores.shape)} single_root={self.single_root} "
+                             "(or lengths differ)")
+        mine, theirs = self.scores.to(torch.float64), other.scores.to(torch.float64)
+        real = self.arc_mask & torch.isfinite(mine)  # an arc self forbids has marginal 0
+        both = real & torch.isfinite(theirs)
+        gap = torch.where(both, mine, torch.zeros_like(mine)) - torch.where(both, theirs, torch.zeros_like(theirs))
+        marginals = self._marginals64
+        value = other._log_z64() - self._log_z64() + (marginals * gap).sum((1, 2))
+        value = rounding_cleared(value, self._rounding + other._rounding)
+        lost = ((marginals > 0) & real & ~both).flatten(1).any(-1)  # mass where other has none
+        return torch.where(lost, torch.full_like(value, float("inf")), value).to(self.scores.dtype)
+
     def score(self, heads: Tensor) -> Tensor:
         """``[B]`` summed arc scores of ``heads [B, N+1]`` (words only)."""
         return self._score64(heads).to(self.scores.dtype)
@@ -138,9 +160,13 @@ class ProjectiveTreeCRF:
         picked = self.scores.gather(2, heads.clamp(min=0)[..., None]).squeeze(2).to(torch.float64)
         return torch.where(words, picked, torch.zeros_like(picked)).sum(1)
 
-    def log_prob(self, heads: Tensor) -> Tensor:
+    def log_prob(self, heads: Tensor, labels: Tensor | None = None) -> Tensor:
         """``[B]`` log p(heads); -inf for a tree that is not projective (or not single-rooted
-        when ``single_root``). Formed in float64, so rounding cannot make it positive."""
+        when ``single_root``). Formed in float64, so rounding cannot make it positive.
+        ``labels`` is :meth:`TreeCRF.log_prob`'s argument; this distribution has unlabeled arcs
+        only, so it must be None."""
+        if labels is not None:
+            raise ValueError("ProjectiveTreeCRF models unlabeled arcs: log_prob takes no labels")
         value = self._score64(heads) - self._log_z64()
         value = rounding_cleared(value, self._rounding, upper=True).to(self.scores.dtype)
         allowed = is_projective(heads, self.lengths)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from parser.structs import ProjectiveTreeCRF, is_projective
+from parser.structs import ProjectiveTreeCRF, TreeCRF, is_projective
 from tests.structs.brute import tree_log_weights
 from tests.structs.projective.test_eisner import is_projective as brute_is_projective
 from tests.structs.projective.test_eisner import projective_trees
@@ -102,3 +102,55 @@ def test_gradcheck_log_z_and_marginals(single_root):
 def test_rejects_labeled_scores():
     with pytest.raises(ValueError, match="unlabeled"):
         ProjectiveTreeCRF(torch.zeros(1, 3, 3, 2), torch.tensor([2]))
+
+
+@pytest.mark.parametrize("single_root", [False, True])
+def test_kl_matches_brute_force(single_root):
+    gen = torch.Generator().manual_seed(8)
+    for n in range(1, 7):
+        p_scores = 2 * torch.randn(1, n + 1, n + 1, generator=gen, dtype=torch.float64)
+        q_scores = 2 * torch.randn(1, n + 1, n + 1, generator=gen, dtype=torch.float64)
+        p = ProjectiveTreeCRF(p_scores, torch.tensor([n]), single_root=single_root)
+        q = ProjectiveTreeCRF(q_scores, torch.tensor([n]), single_root=single_root)
+        _, log_p, *_ = brute(p_scores[0], n, single_root=single_root)
+        _, log_q, *_ = brute(q_scores[0], n, single_root=single_root)
+        torch.testing.assert_close(p.kl(q)[0], (log_p.exp() * (log_p - log_q)).sum())
+        assert p.kl(p)[0] == 0
+
+
+def test_kl_is_inf_where_other_forbids_a_tree_self_allows():
+    scores = torch.zeros(1, 4, 4, dtype=torch.float64)
+    forbidding = scores.clone()
+    forbidding[0, 2, 1] = float("-inf")  # word 2 may not attach to word 1
+    free = ProjectiveTreeCRF(scores, torch.tensor([3]))
+    strict = ProjectiveTreeCRF(forbidding, torch.tensor([3]))
+    assert torch.isinf(free.kl(strict)).all() and torch.isfinite(strict.kl(free)).all()
+    _, log_p, *_ = brute(forbidding[0], 3, single_root=True)
+    _, log_q, *_ = brute(scores[0], 3, single_root=True)
+    kept = torch.isfinite(log_p)
+    torch.testing.assert_close(strict.kl(free)[0], (log_p[kept].exp() * (log_p - log_q)[kept]).sum())
+
+
+def test_kl_padding_invariance_and_gradcheck():
+    gen = torch.Generator().manual_seed(4)
+    lengths = torch.tensor([5, 2, 3])
+    p_scores = torch.randn(3, 6, 6, generator=gen, dtype=torch.float64)
+    q_scores = torch.randn(3, 6, 6, generator=gen, dtype=torch.float64)
+    batched = ProjectiveTreeCRF(p_scores, lengths).kl(ProjectiveTreeCRF(q_scores, lengths))
+    for b, n in enumerate(lengths.tolist()):
+        alone = [ProjectiveTreeCRF(s[b : b + 1, : n + 1, : n + 1], lengths[b : b + 1]) for s in (p_scores, q_scores)]
+        torch.testing.assert_close(batched[b], alone[0].kl(alone[1])[0])
+    small = torch.tensor([3, 2])
+    p_in = p_scores[:2, :4, :4].clone().requires_grad_()
+    q_in = q_scores[:2, :4, :4].clone().requires_grad_()
+
+    def kl(p, q):
+        return ProjectiveTreeCRF(p, small).kl(ProjectiveTreeCRF(q, small))
+
+    assert torch.autograd.gradcheck(kl, (p_in, q_in))
+
+
+def test_kl_refuses_another_distribution():
+    scores = torch.zeros(1, 3, 3)
+    with pytest.raises(ValueError, match="expected a ProjectiveTreeCRF, got TreeCRF"):
+        ProjectiveTreeCRF(scores, torch.tensor([2])).kl(TreeCRF(scores, torch.tensor([2])))
