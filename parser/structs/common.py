@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 __all__ = [
-    "NEG_INF", "arc_mask", "as_dtype", "cached", "check_scores_and_lengths", "extreme", "logaddexp_safe",
+    "NEG_INF", "arc_mask", "as_dtype", "cached", "check_comparable", "check_scores_and_lengths", "extreme", "logaddexp_safe",
     "logsumexp_safe", "numpy_ready", "off_arc_mask", "off_arc_penalty", "positions", "rounding_cleared",
     "sparse_expectation", "word_mask",
 ]
@@ -196,6 +196,18 @@ def logaddexp_safe(a: Tensor, b: Tensor) -> Tensor:
     positive = total > 0
     logged = torch.log(torch.where(positive, total, torch.ones_like(total)))
     return torch.where(positive, logged + shift, torch.full_like(logged, NEG_INF))
+
+
+def check_comparable(mine, other, kind: type) -> None:
+    """Raise ``ValueError`` unless ``other`` is a ``kind`` over the same sentences as ``mine`` (score
+    shape, lengths, single_root): what a KL or cross-entropy between two distributions needs."""
+    if not isinstance(other, kind):
+        raise ValueError(f"other: expected a {kind.__name__}, got {type(other).__name__}")  # noqa: TRY004
+    if (other.scores.shape != mine.scores.shape or other.single_root != mine.single_root
+            or not torch.equal(other.lengths, mine.lengths)):
+        raise ValueError(f"other: scores {list(other.scores.shape)} single_root={other.single_root} "
+                         f"do not match {list(mine.scores.shape)} single_root={mine.single_root} "
+                         "(or lengths differ)")
 
 
 def rounding_cleared(value: Tensor, rounding: Tensor, *, upper: bool = False) -> Tensor:

@@ -18,7 +18,7 @@ import torch
 from transformers import AutoModel  # the optional extra, installed where MiniLM is
 
 from parser.train.loop import Trainer
-from tests.train.helpers import tiny_config
+from tests.train.helpers import Recorder, tiny_config
 
 STEPS = 3
 # The tiny fixture split into 16 labeled trees and unlabeled text, so that the unlabeled terms
@@ -26,24 +26,6 @@ STEPS = 3
 SETUP = ["data.labeled_size=16", "data.unlabeled_ratio=1.0", "data.tokens_per_batch=100",
          f"trainer.max_steps={STEPS}", f"trainer.eval_every={STEPS}", "trainer.log_every=1",
          "trainer.final_eval=false", "logger.arc_entropy=false", "optim.lr=1e-2"]
-
-
-class Recorder:
-    """Stands in for the TensorBoard logger: keeps the scalars of each step."""
-
-    enabled = True
-
-    def __init__(self) -> None:
-        self.values: dict[int, dict[str, float]] = {}
-
-    def scalars(self, values, *, step: int) -> None:
-        self.values.setdefault(step, {}).update({k: float(v) for k, v in values.items()})
-
-    def hparams(self, *args) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 @pytest.fixture(scope="module")

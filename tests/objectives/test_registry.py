@@ -33,7 +33,7 @@ from parser.train.loop import Trainer
 from parser.train.objective import build_training_objective
 from tests.objectives.helpers import TreeCRF, make_batch, random_scores
 from tests.objectives.toy_objective import ExpectedLength
-from tests.train.helpers import QUIET, TINY_MODEL
+from tests.train.helpers import QUIET, TINY_MODEL, Recorder
 
 LENGTHS = [3, 2]
 HEADS = [[2, 0, 2], [0, 1]]
@@ -89,28 +89,10 @@ def test_a_new_objective_is_one_module_and_one_yaml_file(configs_with_toy, tmp_p
     assert {"likelihood/loss", "toy_length/loss"} <= set(labeled.logs)
     # And the trainer itself runs it, on both streams.
     trainer = Trainer(cfg, run_dir=tmp_path / "run")
-    trainer.logger = recorder = _Recorder()
+    trainer.logger = recorder = Recorder()
     assert trainer.fit().step == 3
     logged = {key for values in recorder.values.values() for key in values}
     assert {"train/toy_length/loss", "train/likelihood/loss"} <= logged
-
-
-class _Recorder:
-    """Stands in for the TensorBoard logger: keeps the scalars."""
-
-    enabled = True
-
-    def __init__(self) -> None:
-        self.values: dict[int, dict[str, float]] = {}
-
-    def scalars(self, values, *, step: int) -> None:
-        self.values.setdefault(step, {}).update({k: float(v) for k, v in values.items()})
-
-    def hparams(self, *args) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 def test_the_toy_kind_is_resolved_like_the_others():

@@ -26,6 +26,7 @@ from parser.data.vocab import Vocabularies
 from parser.models.parser_model import build_parser
 from parser.objectives import build_objective
 from parser.train.distributed import DistributedContext, _local_device, init_distributed
+from tests.train.helpers import Recorder
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 WORLD = 2
@@ -88,31 +89,13 @@ def _trainer_config(run_dir: Path, *, distributed: str, extra: tuple[str, ...] =
         return compose(config_name="config", overrides=overrides)
 
 
-class _Recorder:
-    """Stands in for the TensorBoard logger: keeps the scalars."""
-
-    enabled = True
-
-    def __init__(self) -> None:
-        self.values: dict[int, dict[str, float]] = {}
-
-    def scalars(self, values, *, step: int) -> None:
-        self.values.setdefault(step, {}).update({k: float(v) for k, v in values.items()})
-
-    def hparams(self, *args) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
 def _run_trainer(run_dir: Path, *, distributed: str, extra: tuple[str, ...] = (),
                  shutdown: bool = True) -> tuple[dict, dict]:
     """``({step: logged scalars}, final weights)`` of a run in ``run_dir``."""
     from parser.train.loop import Trainer
 
     trainer = Trainer(_trainer_config(run_dir, distributed=distributed, extra=extra), run_dir=run_dir)
-    recorder = _Recorder()
+    recorder = Recorder()
     trainer.logger = recorder
     trainer.fit()
     if shutdown:

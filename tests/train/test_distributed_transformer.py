@@ -19,8 +19,8 @@ import torch.multiprocessing as mp
 from transformers import AutoModel  # the optional extra, installed where MiniLM is
 
 from parser.train.loop import Trainer
-from tests.train.helpers import tiny_config
-from tests.train.test_distributed import WORLD, _free_port, _Recorder
+from tests.train.helpers import Recorder, tiny_config
+from tests.train.test_distributed import WORLD, _free_port
 
 STEPS = 4
 MODES = {"frozen": [], "finetuned": ["model.encoder.finetune=true", "model.encoder.cache=false",
@@ -42,7 +42,7 @@ def _config(folder: str, run_dir: Path, *, distributed: str, mode: str):
 def _fit(folder: str, run_dir: Path, *, distributed: str, mode: str, shutdown: bool = True):
     """``({step: logged scalars}, the encoder's weights)`` of a run in ``run_dir``."""
     trainer = Trainer(_config(folder, run_dir, distributed=distributed, mode=mode), run_dir=run_dir)
-    trainer.logger = recorder = _Recorder()
+    trainer.logger = recorder = Recorder()
     trainer.fit()
     if shutdown:
         trainer.dist.shutdown()

@@ -25,6 +25,7 @@ from torch import Tensor
 from parser.structs.common import (
     arc_mask,
     cached,
+    check_comparable,
     check_scores_and_lengths,
     logsumexp_safe,
     rounding_cleared,
@@ -134,13 +135,7 @@ class ProjectiveTreeCRF:
         factored, so the first-order marginals suffice, as for ``TreeCRF.kl``), formed in float64;
         inf where self puts mass on an arc other forbids. Self-training's soft KL term on a
         ``model.crf=projective`` model with a teacher of the same kind."""
-        if not isinstance(other, ProjectiveTreeCRF):
-            raise ValueError(f"other: expected a ProjectiveTreeCRF, got {type(other).__name__}")  # noqa: TRY004
-        if (other.scores.shape != self.scores.shape or other.single_root != self.single_root
-                or not torch.equal(other.lengths, self.lengths)):
-            raise ValueError(f"other: scores {list(other.scores.shape)} single_root={other.single_root} "
-                             f"do not match {list(self.scores.shape)} single_root={self.single_root} "
-                             "(or lengths differ)")
+        check_comparable(self, other, ProjectiveTreeCRF)
         mine, theirs = self.scores.to(torch.float64), other.scores.to(torch.float64)
         real = self.arc_mask & torch.isfinite(mine)  # an arc self forbids has marginal 0
         both = real & torch.isfinite(theirs)

@@ -24,6 +24,7 @@ from parser.structs.common import (
     NEG_INF,
     as_dtype,
     cached,
+    check_comparable,
     check_scores_and_lengths,
     logsumexp_safe,
     rounding_cleared,
@@ -261,13 +262,7 @@ class TreeCRF(PartitionPath, FeatureExpectations, Distribution):
         return _forbid(value, marginals, other_scores).to(self.scores.dtype)
 
     def _check_other(self, other: TreeCRF) -> None:
-        if not isinstance(other, TreeCRF):
-            raise ValueError(f"other: expected a TreeCRF, got {type(other).__name__}")  # noqa: TRY004
-        if (other.scores.shape != self.scores.shape or other.single_root != self.single_root
-                or not torch.equal(other.lengths, self.lengths)):
-            raise ValueError(f"other: scores {list(other.scores.shape)} single_root={other.single_root} "
-                             f"do not match {list(self.scores.shape)} single_root={self.single_root} "
-                             "(or lengths differ)")
+        check_comparable(self, other, TreeCRF)
 
     def renyi_entropy(self, alpha: float) -> Tensor:
         """``[B]`` Renyi entropy (log Z(alpha s) - alpha log Z(s)) / (1 - alpha); alpha > 0."""
