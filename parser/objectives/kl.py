@@ -100,6 +100,12 @@ class KLToTeacher:
             heads = best[0] if isinstance(best, tuple) else best
         if self.tree is not None:
             values = -model.log_prob(heads)  # a labeled CRF sums the tree's labels out
+            if bool(torch.isinf(values).any()):
+                raise ValueError(
+                    f"KLToTeacher: tree={self.tree!r} gave {int(torch.isinf(values).sum())} pseudo-gold "
+                    f"trees to which the model's {type(model).__name__} gives probability 0 (a crossing "
+                    "tree under model.crf=projective): use tree=projective"
+                )
         else:
             values = teacher.kl(model) if self.direction == "forward" else model.kl(teacher)
         loss = per_token(values.sum(), batch)

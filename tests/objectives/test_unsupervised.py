@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from parser.objectives import Entropy, KLToTeacher, ParserOutput, Risk
+from parser.structs import ProjectiveTreeCRF
 from tests.objectives.brute_ref import probabilities, structures
 from tests.objectives.helpers import TreeCRF, make_batch, random_scores
 
@@ -186,6 +187,11 @@ def test_kl_to_the_teachers_best_tree():
         out.loss.backward()
         assert scores.grad.abs().sum() > 0
         scores.grad = None
+    # A projective student gives the crossing pseudo-tree probability 0: refused, not an inf loss.
+    student = ParserOutput(ProjectiveTreeCRF(scores.detach(), batch.lengths))
+    with pytest.raises(ValueError, match="tree='mst' gave 1 pseudo-gold trees .* ProjectiveTreeCRF"):
+        KLToTeacher(objective.teacher, tree="mst")(student, batch)
+    assert torch.isfinite(KLToTeacher(objective.teacher, tree="projective")(student, batch).loss)
     with pytest.raises(ValueError, match="tree must be one of"):
         KLToTeacher(objective.teacher, tree="eisner")
     with pytest.raises(ValueError, match="needs direction 'forward'"):
