@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from torch.nn.utils.rnn import pad_sequence
 
 from parser.config import DataConfig, OnInvalid
 from parser.constraints.spec import UPOS_TAGS
@@ -200,14 +201,11 @@ def projective_only(labeled: list[Sentence]) -> list[Sentence]:
     a projective tree CRF gives such a tree probability 0, so its likelihood would be infinite
     and every step holding it skipped (SuPar's ``--proj`` leaves them out the same way). A
     partially annotated sentence stays: its likelihood sums over the projective trees that
-    agree with it."""
+    agree with it (none, and an infinite loss again, if its given arcs already cross)."""
     complete = [i for i, s in enumerate(labeled) if s.is_annotated]
     if not complete:
         return labeled
-    width = max(len(labeled[i]) for i in complete) + 1
-    heads = torch.zeros(len(complete), width, dtype=torch.long)
-    for row, i in enumerate(complete):
-        heads[row, 1 : len(labeled[i]) + 1] = torch.tensor(labeled[i].heads)
+    heads = pad_sequence([torch.tensor([0, *labeled[i].heads]) for i in complete], batch_first=True)
     lengths = torch.tensor([len(labeled[i]) for i in complete])
     dropped = {i for i, ok in zip(complete, is_projective(heads, lengths).tolist()) if not ok}
     if dropped:
