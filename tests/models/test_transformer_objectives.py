@@ -12,7 +12,6 @@ os.environ["HF_HUB_OFFLINE"] = "1"  # before transformers is imported: never the
 
 from pathlib import Path
 
-import all_minilm_l6_v2
 import pytest
 import torch
 from transformers import AutoModel  # the optional extra, installed where MiniLM is
@@ -26,11 +25,6 @@ STEPS = 3
 SETUP = ["data.labeled_size=16", "data.unlabeled_ratio=1.0", "data.tokens_per_batch=100",
          f"trainer.max_steps={STEPS}", f"trainer.eval_every={STEPS}", "trainer.log_every=1",
          "trainer.final_eval=false", "logger.arc_entropy=false", "optim.lr=1e-2"]
-
-
-@pytest.fixture(scope="module")
-def minilm(tmp_path_factory) -> Path:
-    return Path(all_minilm_l6_v2.extract_model(str(tmp_path_factory.mktemp("models"))))
 
 
 def fit(run_dir: Path, folder: Path, *overrides: str) -> tuple[Trainer, dict[int, dict[str, float]]]:
@@ -89,11 +83,12 @@ def test_finetuned_encoder_weights_move(minilm, tmp_path):
                          "model.encoder.cache=false", "model.encoder.lr=1e-3",
                          "model.encoder.warmup_steps=1")
     model = trainer.model.scorer.transformer.model
-    start = all_minilm_l6_v2_weights(minilm)
+    start = pretrained_weights(minilm)
     moved = [name for name, p in model.named_parameters() if not torch.equal(p.detach(), start[name])]
     assert all(math.isfinite(v["train/total"]) for v in steps.values())
     assert len(moved) > len(start) // 2, f"{len(moved)} of {len(start)} encoder tensors trained"
 
 
-def all_minilm_l6_v2_weights(folder: Path) -> dict[str, torch.Tensor]:
+def pretrained_weights(folder: Path) -> dict[str, torch.Tensor]:
+    """The encoder's weights as unpacked, before any training."""
     return {name: p.detach().clone() for name, p in AutoModel.from_pretrained(str(folder)).named_parameters()}

@@ -12,13 +12,12 @@ os.environ["HF_HUB_OFFLINE"] = "1"  # before transformers is imported: never the
 
 from pathlib import Path
 
-import all_minilm_l6_v2
 import pytest
 import torch
 import torch.multiprocessing as mp
-from transformers import AutoModel  # the optional extra, installed where MiniLM is
 
 from parser.train.loop import Trainer
+from tests.models.test_transformer_objectives import pretrained_weights
 from tests.train.helpers import Recorder, tiny_config
 from tests.train.test_distributed import WORLD, _free_port
 
@@ -64,11 +63,6 @@ def _worker(rank: int, port: int, folder: str, out_dir: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def minilm(tmp_path_factory) -> str:
-    return all_minilm_l6_v2.extract_model(str(tmp_path_factory.mktemp("models")))
-
-
-@pytest.fixture(scope="module")
 def two_ranks(minilm, tmp_path_factory) -> Path:
     out_dir = tmp_path_factory.mktemp("ddp_transformer")
     mp.start_processes(_worker, args=(_free_port(), minilm, str(out_dir)), nprocs=WORLD, join=True,
@@ -88,7 +82,7 @@ def test_frozen_encoder_two_ranks_follow_the_one_process_trajectory(two_ranks, m
 
 def test_finetuned_encoder_stays_identical_across_ranks_and_trains(two_ranks, minilm):
     ranks = [torch.load(two_ranks / f"finetuned_rank{r}.pt") for r in range(WORLD)]
-    start = {name: p.detach() for name, p in AutoModel.from_pretrained(minilm).named_parameters()}
+    start = pretrained_weights(minilm)
     assert ranks[0].keys() == ranks[1].keys() == start.keys()
     for name in start:
         assert torch.equal(ranks[0][name], ranks[1][name]), name  # DDP kept the replicas in sync
