@@ -10,8 +10,11 @@ import pytest
 import torch
 
 from parser.cli.predict import tag_list
+from parser.data.conllu_io import read_conllu
 from parser.inference import predict_file
 from parser.structs import attach_to_units, is_projective
+from parser.train.loop import Trainer
+from parser.train.training_data import projective_only
 from tests.train.helpers import tiny_config
 
 FIXTURE = "tests/fixtures/tiny-dev.conllu"
@@ -140,8 +143,6 @@ NON_PROJECTIVE = """# sent_id = crossing
 
 
 def test_projective_crf_leaves_out_non_projective_training_trees(tmp_path, caplog):
-    from parser.train.loop import Trainer
-
     train = tmp_path / "train.conllu"
     train.write_text(Path("tests/fixtures/tiny-train.conllu").read_text(encoding="utf-8") + NON_PROJECTIVE,
                      encoding="utf-8")
@@ -156,9 +157,6 @@ def test_projective_crf_leaves_out_non_projective_training_trees(tmp_path, caplo
 
 
 def test_projective_only_keeps_projective_and_partial_trees(tmp_path):
-    from parser.data.conllu_io import read_conllu
-    from parser.train.training_data import projective_only
-
     path = tmp_path / "mixed.conllu"
     partial = NON_PROJECTIVE.replace("crossing", "partial").replace("\t2\tnmod", "\t_\tnmod")
     path.write_text(NON_PROJECTIVE + Path(FIXTURE).read_text(encoding="utf-8") + partial, encoding="utf-8")
