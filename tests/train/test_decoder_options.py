@@ -34,8 +34,6 @@ def read_heads(path) -> list[list[int]]:
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
-    from parser.train.loop import Trainer
-
     run = tmp_path_factory.mktemp("run")
     cfg = tiny_config("model.projective=true", "model.attach_to_units=[PUNCT,CCONJ]",
                       "trainer.max_steps=2", "trainer.eval_every=2")
@@ -74,7 +72,6 @@ def test_tag_list():
 
 def test_projective_crf_trains_with_ge(tmp_path):
     from parser.inference import load_parser
-    from parser.train.loop import Trainer
 
     cfg = tiny_config("model=loglinear_unlexicalized", "model.crf=projective", "model.n_buckets=4096",
                       "model.n_label_buckets=1024", "objective=ge", "data.labeled_size=0",
@@ -116,7 +113,6 @@ def test_joint_labels_follow_re_attached_arcs():
 
 def test_bad_decoder_options_fail_at_start_up(tmp_path, checkpoint):
     from parser.cli.predict import main as predict_main
-    from parser.train.loop import Trainer
 
     with pytest.raises(ValueError, match="model.crf='eisner': expected one of matrix_tree, projective"):
         Trainer(tiny_config("model.crf=eisner"), run_dir=tmp_path / "a")
