@@ -9,8 +9,10 @@ component and lower the arcs entering a cycle member by the value of the member'
 Expansion walks the rounds backwards: a node keeps the arc that enters its component from above
 unless that arc ends in another sub-component, in which case the sub-component's own arc is used.
 
-Single-root trees: when the per-word best heads already form a tree with one root child it is the
-answer; otherwise the reweighting of Stanojevic & Cohen (EMNLP 2021, "A root of a problem"):
+A sentence whose per-word best heads already form a tree (with one root child, for single-root
+trees) has it as its answer, and only the others are decoded.
+
+Single-root trees: the reweighting of Stanojevic & Cohen (EMNLP 2021, "A root of a problem"):
 subtracting from every root arc a constant larger than the spread of tree scores makes the
 unconstrained optimum the best single-root tree; exact, and no extra decoding passes.
 
@@ -52,9 +54,17 @@ def maximum_spanning_tree(scores: Tensor, lengths: Tensor, *, single_root: bool)
         lengths = lengths.to(scores.device)
         real = word_mask(lengths, size)
         w = _unit_scale(_arc_weights(scores, lengths, real))
-        if single_root:
-            w = _penalise_root_arcs(w, lengths, real)
-        heads = _chu_liu_edmonds(w)
+        heads, done = _greedy_trees(w, real, single_root=single_root)
+        # Only the sentences whose per-word best heads are no tree go through Chu-Liu/Edmonds
+        # (on them its first round would find these heads and stop): its rounds run on the
+        # whole batch while any sentence has a cycle, and a trained model's greedy heads
+        # mostly form a tree already.
+        rest = (~done).nonzero().squeeze(1)
+        if rest.numel():
+            left = w[rest]
+            if single_root:
+                left = _penalise_root_arcs(left, lengths[rest], real[rest])
+            heads = heads.index_copy(0, rest, _chu_liu_edmonds(left))
     heads = torch.where(real, heads, torch.zeros_like(heads))
     picked = scores.detach().gather(2, heads[:, :, None]).squeeze(2)
     stuck = (real & torch.isneginf(picked)).any(dim=1)
@@ -102,24 +112,32 @@ def _unit_scale(w: Tensor) -> Tensor:
     return torch.ldexp(w, -exponent[:, None, None].to(w.dtype))
 
 
+def _greedy_trees(w: Tensor, real: Tensor, *, single_root: bool) -> tuple[Tensor, Tensor]:
+    """Each word's best head (the lowest index among equals; 0 for ROOT and padding) ``[B, N+1]``,
+    and ``[B]`` whether those heads already form a tree of finite score (with one root child when
+    ``single_root``): then it is the maximum spanning tree, as Chu-Liu/Edmonds' first round finds."""
+    value, greedy = w.max(dim=-1)
+    greedy = torch.where(real, greedy, torch.zeros_like(greedy))
+    greedy[:, 0] = 0
+    done = _reaches_root(greedy) & (torch.isfinite(value) | ~real).all(dim=1)
+    if single_root:
+        done &= ((greedy == 0) & real).sum(dim=1) == 1
+    return greedy, done
+
+
 def _penalise_root_arcs(w: Tensor, lengths: Tensor, real: Tensor) -> Tensor:
-    """Root arcs lowered by more than the spread of tree scores, where the greedy pass fails.
+    """Root arcs lowered by more than the spread of tree scores (the sentences whose greedy heads
+    are no single-root tree: :func:`_greedy_trees`).
 
     Every tree has at least one root arc; with the penalty, the best tree is one with as few root
     arcs as possible (one, when a single-root tree exists) and the best such tree (Stanojevic &
-    Cohen 2021). Sentences whose per-word best heads already form a single-root tree keep their
-    scores: that greedy tree is optimal and the first round finds it.
+    Cohen 2021).
     """
-    value, greedy = w.max(dim=-1)
-    greedy = torch.where(real, greedy, torch.zeros_like(greedy))
-    greedy_tree = _reaches_root(greedy) & (torch.isfinite(value) | ~real).all(dim=1)
-    greedy_tree &= ((greedy == 0) & real).sum(dim=1) == 1
     finite = torch.isfinite(w)
     high = torch.where(finite, w, torch.full_like(w, NEG_INF)).flatten(1).amax(dim=1)
     low = torch.where(finite, w, torch.full_like(w, float("inf"))).flatten(1).amin(dim=1)
     spread = torch.where(high >= low, high - low, torch.zeros_like(high))
     penalty = lengths.to(w.dtype) * spread + 1.0
-    penalty = torch.where(greedy_tree, torch.zeros_like(penalty), penalty)
     w = w.clone()
     w[:, :, 0] -= torch.where(real, penalty[:, None], torch.zeros_like(w[:, :, 0]))
     return w
