@@ -59,16 +59,18 @@ def model_outputs(model: ParserModel, encoded: Sequence, *, tokens_per_batch: in
                   ) -> Iterator[tuple[Batch, ParserOutput]]:
     """``(batch, model(batch))`` over the encoded sentences, bucketed by length in input-index
     batches (``batch.index``) of sentences of nearly equal length (:data:`LENGTH_SPREAD`), with
-    the model in eval mode meanwhile (its mode restored after). ``cells_per_batch`` bounds batch size x (longest + 1)^2 (see ``BucketBatcher``)."""
+    the model in eval mode meanwhile (its mode restored after); without autograd, each distinct
+    form's characters are encoded once for all the batches (``ParserModel.remembering_forms``). ``cells_per_batch`` bounds batch size x (longest + 1)^2 (see ``BucketBatcher``)."""
     batcher = BucketBatcher(encoded, tokens_per_batch=tokens_per_batch, shuffle=False,
                             max_length=None, labeled=labeled, cells_per_batch=cells_per_batch,
                             length_spread=LENGTH_SPREAD)
     was_training = model.training
     model.eval()
     try:
-        for batch in batcher:
-            batch = batch.to(device)
-            yield batch, model(batch)
+        with model.remembering_forms([e.chars for e in encoded]):
+            for batch in batcher:
+                batch = batch.to(device)
+                yield batch, model(batch)
     finally:
         model.train(was_training)
 

@@ -7,7 +7,8 @@ tree (maximum spanning tree under the root constraint) and its relations.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +21,7 @@ from parser.constraints.spec import UPOS_TAGS
 from parser.data.batch import Batch
 from parser.data.vocab import ROOT, UNK, Vocab
 from parser.models.build import build_scorer, scorer_options
+from parser.models.char_encoder import CharLSTM
 from parser.models.edge_scores import CRF_KINDS, EdgeScores, to_output
 from parser.models.ud_rules import UDRules, choose_relations, constrain, parse_rules
 from parser.structs import ParserOutput, attach_punct_projectively, attach_to_units, eisner
@@ -111,6 +113,17 @@ class ParserModel(nn.Module):
         if edge_scores.tags is None:
             return out
         return self._tagged(out, edge_scores.tags, batch)
+
+    def remembering_forms(self, chars: Sequence[Tensor]) -> AbstractContextManager:
+        """A block within which the character encoder (if any) has encoded the forms of ``chars``
+        (one ``[n+1, C]`` id tensor per sentence, ``EncodedSentence.chars``) once, for every
+        batch of them (:meth:`CharLSTM.remembering`); nothing changes with autograd on."""
+        encoder = getattr(self.scorer, "char_encoder", None)
+        if not isinstance(encoder, CharLSTM) or torch.is_grad_enabled() or not chars:
+            return nullcontext()
+        width = max(int(c.shape[1]) for c in chars)
+        rows = torch.cat([nn.functional.pad(c, (0, width - int(c.shape[1]))) for c in chars])
+        return encoder.remembering(rows.to(encoder.project.weight.device))
 
     def for_prediction(self, edge_scores: EdgeScores) -> EdgeScores:
         """The scores a trained parser predicts from: masked by the UD rules (so that the argmax,

@@ -129,6 +129,45 @@ def test_char_encoder_ignores_padding_and_zeroes_empty_words() -> None:
     torch.testing.assert_close(encoder(longer, present), out)
 
 
+def _random_chars(gen: torch.Generator, batch: int, width: int, n_max: int) -> torch.Tensor:
+    chars = torch.zeros(batch, width, n_max, dtype=torch.long)
+    for b in range(batch):
+        for i in range(width):
+            n = int(torch.randint(0, n_max + 1, (1,), generator=gen))
+            chars[b, i, :n] = torch.randint(1, 4, (n,), generator=gen)  # 3 letters: many repeats
+    return chars
+
+
+def test_char_encoder_remembering_gives_each_batch_the_same_values() -> None:
+    torch.manual_seed(0)
+    encoder = CharLSTM(N_CHARS, char_dim=4, hidden=5, n_out=3).eval()
+    gen = torch.Generator().manual_seed(2)
+    # Batches padded to different character widths; forms of every bucket, repeated across them.
+    batches = [_random_chars(gen, 3, 6, n_max) for n_max in (4, 9, 20)]
+    present = torch.ones(3, 6, dtype=torch.bool)
+    present[1, 4:] = False
+    with torch.no_grad():
+        alone = [encoder(chars, present) for chars in batches]
+        rows = torch.cat([torch.nn.functional.pad(c, (0, 20 - c.shape[-1])).flatten(0, 1)
+                          for c in batches[:2]])  # the third batch's long forms are unknown
+        with encoder.remembering(rows):
+            assert encoder._memo is not None
+            remembered = [encoder(chars, present) for chars in batches[:2]]
+            assert encoder._remembered(batches[2][present]) is None  # falls back to encoding
+            remembered.append(encoder(batches[2], present))
+        assert encoder._memo is None
+    for a, b in zip(alone, remembered):  # LSTM calls of other sizes: float32 rounding only
+        torch.testing.assert_close(b, a, rtol=1e-6, atol=1e-6)
+    assert torch.equal(remembered[1][1, 4:], torch.zeros(2, 3))
+
+
+def test_char_encoder_remembering_refuses_autograd() -> None:
+    encoder = CharLSTM(N_CHARS, char_dim=4, hidden=5, n_out=3)
+    with pytest.raises(RuntimeError, match="for prediction only"), encoder.remembering(
+            torch.ones(2, 3, dtype=torch.long)):
+        pass
+
+
 def test_bad_input_names_the_tensor() -> None:
     model = small_model().eval()
     batch = random_batch([3, 2], seed=8)
