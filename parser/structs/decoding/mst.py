@@ -12,7 +12,7 @@ unless that arc ends in another sub-component, in which case the sub-component's
 A sentence whose per-word best heads already form a tree (with one root child, for single-root
 trees) has it as its answer, and only the others are decoded.
 
-Single-root trees: the reweighting of Stanojevic & Cohen (EMNLP 2021, "A root of a problem"):
+Single-root trees: the best tree of all when it has one root child; otherwise the reweighting of Stanojevic & Cohen (EMNLP 2021, "A root of a problem"):
 subtracting from every root arc a constant larger than the spread of tree scores makes the
 unconstrained optimum the best single-root tree; exact, and no extra decoding passes.
 
@@ -61,10 +61,17 @@ def maximum_spanning_tree(scores: Tensor, lengths: Tensor, *, single_root: bool)
         # mostly form a tree already.
         rest = (~done).nonzero().squeeze(1)
         if rest.numel():
-            left = w[rest]
+            found = _chu_liu_edmonds(w[rest])
+            heads = heads.index_copy(0, rest, found)
             if single_root:
-                left = _penalise_root_arcs(left, lengths[rest], real[rest])
-            heads = heads.index_copy(0, rest, _chu_liu_edmonds(left))
+                # The best tree of all is the best single-root one when it has one root child;
+                # only the others are reweighted, whose greedy graph under the penalty is
+                # cyclic throughout (about N contraction rounds, against a few here).
+                several = ((found == 0) & real[rest]).sum(dim=1) > 1
+                rest = rest[several]
+            if single_root and rest.numel():
+                left = _penalise_root_arcs(w[rest], lengths[rest], real[rest])
+                heads = heads.index_copy(0, rest, _chu_liu_edmonds(left))
     heads = torch.where(real, heads, torch.zeros_like(heads))
     picked = scores.detach().gather(2, heads[:, :, None]).squeeze(2)
     stuck = (real & torch.isneginf(picked)).any(dim=1)
