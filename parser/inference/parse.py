@@ -60,7 +60,8 @@ def model_outputs(model: ParserModel, encoded: Sequence, *, tokens_per_batch: in
     """``(batch, model(batch))`` over the encoded sentences, bucketed by length in input-index
     batches (``batch.index``) of sentences of nearly equal length (:data:`LENGTH_SPREAD`), with
     the model in eval mode meanwhile (its mode restored after); without autograd, each distinct
-    form's characters are encoded once for all the batches (``ParserModel.remembering_forms``). ``cells_per_batch`` bounds batch size x (longest + 1)^2 (see ``BucketBatcher``)."""
+    form's characters are encoded once for all the batches (``ParserModel.remembering_forms``).
+    ``cells_per_batch`` bounds batch size x (longest + 1)^2 (see ``BucketBatcher``)."""
     batcher = BucketBatcher(encoded, tokens_per_batch=tokens_per_batch, shuffle=False,
                             max_length=None, labeled=labeled, cells_per_batch=cells_per_batch,
                             length_spread=LENGTH_SPREAD)

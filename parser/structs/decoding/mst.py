@@ -12,9 +12,10 @@ unless that arc ends in another sub-component, in which case the sub-component's
 A sentence whose per-word best heads already form a tree (with one root child, for single-root
 trees) has it as its answer, and only the others are decoded.
 
-Single-root trees: the best tree of all when it has one root child; otherwise the reweighting of Stanojevic & Cohen (EMNLP 2021, "A root of a problem"):
-subtracting from every root arc a constant larger than the spread of tree scores makes the
-unconstrained optimum the best single-root tree; exact, and no extra decoding passes.
+Single-root trees: the best tree of all when it has one root child; otherwise the reweighting of
+Stanojevic & Cohen (EMNLP 2021, "A root of a problem"): subtracting from every root arc a
+constant larger than the spread of tree scores makes the unconstrained optimum the best
+single-root tree; exact, and one more decoding pass for those sentences only.
 
 Ties are broken deterministically (lowest head index, then lowest dependent index), so a sentence
 decodes the same alone or in any padded batch.
