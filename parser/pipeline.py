@@ -26,21 +26,17 @@ import io
 import logging
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
 
 import conllu
 import torch
 
-from parser.data.conllu_io import Sentence, format_sentence
+from parser.data.conllu_io import Sentence
+from parser.data.conllu_stream import stream_conllu
 from parser.data.vocab import Vocabularies
-from parser.inference import load_decoder, parse, reads_upos
-from parser.inference.alternatives import parse_alternatives
-from parser.inference.confidence import confidence_annotations
+from parser.inference import Annotator, load_decoder, reads_upos
 from parser.inference.fixed_arcs import ArcConstraints
-from parser.inference.loading import parser_from_state
-from parser.inference.predict import CELLS_PER_TOKEN
-from parser.inference.write_trees import tree_blocks
+from parser.inference.loading import parser_from_state, with_overrides
 from parser.models.parser_model import ParserModel
 from parser.runtime.checkpoint import CheckpointError, load_checkpoint
 from parser.runtime.device import bound_kernel_cache, resolve_device
@@ -48,7 +44,7 @@ from parser.runtime.io_atomic import atomic_write
 from parser.runtime.user_files import input_file, output_file
 from parser.tagger.model import Tagger
 from parser.tagger.predict import KIND as TAGGER_KIND
-from parser.tagger.predict import TrainedTagger, load_tagger, tag_sentences
+from parser.tagger.predict import TrainedTagger, load_tagger
 from parser.tokenize import (
     Token,
     TrainedTokenizer,
@@ -66,6 +62,7 @@ __all__ = [
 ]
 
 KIND = "pipeline"
+FORMATS = ("raw", "text", "conllu")  # Pipeline.parse_file's inputs
 
 log = logging.getLogger(__name__)
 
@@ -120,11 +117,14 @@ class Pipeline:
 
     @classmethod
     def load(cls, path: str | os.PathLike, *, device: str = "cpu", batch_size: int = 5000,
-             chunk_sentences: int = 1000, confidence: bool = False) -> Pipeline:
+             chunk_sentences: int = 1000, confidence: bool = False,
+             projective: bool | None = None, attach_to_units: Sequence[str] | None = None,
+             ud_rules: str | Sequence[str] | None = None) -> Pipeline:
         """The pipeline saved at ``path`` (``parser-pipeline build``). ``batch_size``: words per
         parser batch; ``chunk_sentences``: sentences held at once by :meth:`parse_file`;
         ``confidence``: the tree CRF's marginals in MISC and comments (``parser-predict
-        confidence=true``)."""
+        confidence=true``); ``projective``, ``attach_to_units``, ``ud_rules``: the parser's
+        decoder overridden where not None (:func:`parser.inference.loading.with_overrides`)."""
         state = load_checkpoint(path, map_location="cpu")
         if state.get("kind") != KIND:
             raise CheckpointError(f"{path}: kind {state.get('kind')!r}, not a pipeline file "
@@ -134,8 +134,10 @@ class Pipeline:
                      if state.get("tokenizer") else None)
         tagger = (tagger_from_state(state["tagger"], where=f"{where} (tagger)")
                   if state.get("tagger") else None)
-        return cls(parser=parser_from_state(state["parser"], where=f"{where} (parser)"),
-                   tokenizer=tokenizer, tagger=tagger, device=device, batch_size=batch_size,
+        model, vocabs, config = parser_from_state(state["parser"], where=f"{where} (parser)")
+        model.decoder = with_overrides(model.decoder, vocabs, projective=projective,
+                                       attach_to_units=attach_to_units, ud_rules=ud_rules)
+        return cls(parser=(model, vocabs, config), tokenizer=tokenizer, tagger=tagger, device=device, batch_size=batch_size,
                    chunk_sentences=chunk_sentences, meta=state.get("meta"), confidence=confidence)
 
     # --- input -> Sentence objects -------------------------------------------------------------
@@ -158,68 +160,16 @@ class Pipeline:
             tokens = [Token(w, True, (w,)) for w in words]
             yield to_sentence(tokens, sent_id=str(number), path=path, line=number)
 
-    # --- Sentence objects -> parsed CoNLL-U -----------------------------------------------------
+    # --- Sentence objects -> parsed CoNLL-U (parser.inference.annotator) ---------------------
 
-    def _annotate(self, sentences: list[Sentence], *, alternatives: _Alternatives | None = None,
-                  position: int = 0) -> Iterator[str]:
-        """CoNLL-U blocks of ``sentences`` with UPOS, HEAD and DEPREL filled (``position``: the
-        input position of ``sentences[0]``)."""
-        upos = None
-        written = sentences  # as read: the tags are written through upos=
-        # UPOS from the tagger; a parser with its own tagging head (joint tags) needs none
-        if self.tagger is not None:
-            upos = tag_sentences(self.tagger, sentences, tokens_per_batch=self.batch_size)
-            sentences = [replace(s, upos=list(tags)) for s, tags in zip(sentences, upos)]
-        if alternatives is not None:
-            yield from self._alternatives(written, sentences, upos, alternatives, position=position)
-            return
-        predictions = parse(self.model, sentences, self.vocabs, tokens_per_batch=self.batch_size,
-                            cells_per_batch=CELLS_PER_TOKEN * self.batch_size,
-                            device=self.device, score=False, confidence=self.confidence)
-        if upos is None:
-            upos = predictions.upos  # the parser's own tags, or None
-        misc = comments = None
-        if predictions.confidence is not None:
-            misc, comments = confidence_annotations(predictions.confidence)
-        for i, sentence in enumerate(sentences):
-            yield format_sentence(sentence, heads=predictions.heads[i],
-                                  deprels=predictions.deprels[i],
-                                  upos=None if upos is None else upos[i],
-                                  misc=None if misc is None else misc[i],
-                                  comments=None if comments is None else comments[i])
-
-    def _alternatives(self, written: list[Sentence], sentences: list[Sentence],
-                      upos: list[list[str]] | None, options: _Alternatives, *,
-                      position: int) -> Iterator[str]:
-        """Blocks of the k best trees, samples or constrained trees (:mod:`parser.inference.alternatives`)."""
-        constraints = options.constraints
-        if constraints is not None:
-            constraints = constraints[position : position + len(sentences)]
-        entries = parse_alternatives(
-            self.model, sentences, self.vocabs, tokens_per_batch=self.batch_size,
-            cells_per_batch=CELLS_PER_TOKEN * self.batch_size, device=self.device,
-            kbest=options.kbest, samples=options.samples, seed=options.seed,
-            constraints=constraints, confidence=self.confidence, first_position=position)
-        mode = "kbest" if options.kbest else "samples" if options.samples else "best"
-        for j, (sentence, entry) in enumerate(zip(written, entries)):
-            if entry.error is not None:
-                log.warning("sentence %d: required/forbidden arcs refused: %s", position + j + 1,
-                            entry.error)
-            yield from tree_blocks(sentence, entry, position=position + j, mode=mode,
-                                   upos=None if upos is None else upos[j])
-
-    def _chunks(self, sentences: Iterable[Sentence], *,
-                alternatives: _Alternatives | None = None) -> Iterator[str]:
-        chunk: list[Sentence] = []
-        position = 0
-        for sentence in sentences:
-            chunk.append(sentence)
-            if len(chunk) >= self.chunk_sentences:
-                yield from self._annotate(chunk, alternatives=alternatives, position=position)
-                position += len(chunk)
-                chunk = []
-        if chunk:
-            yield from self._annotate(chunk, alternatives=alternatives, position=position)
+    def annotator(self, *, kbest: int = 0, samples: int = 0, seed: int = 0,
+                  keep_heads: str = "none", name: str = "<text>") -> Annotator:
+        """The :class:`Annotator` of this pipeline's tagger and parser with these options (and
+        the pipeline's ``confidence``). The tagger fills every UPOS the input lacks."""
+        return Annotator(self.model, self.vocabs, config=self.config, tagger=self.tagger,
+                         kbest=kbest, samples=samples, seed=seed, keep_heads=keep_heads,
+                         confidence=self.confidence, tokens_per_batch=self.batch_size,
+                         device=self.device, name=name)
 
     @torch.no_grad()
     def parse(self, text: str | Sequence[Sequence[str]], *, kbest: int = 0, samples: int = 0,
@@ -250,35 +200,45 @@ class Pipeline:
             text = list(text)
             constraints = _constraints(len(text), required=required, forbidden=forbidden)
             sentences = self._tokenised(text, path="<sentences>")
-        alternatives = None
-        if kbest or samples or constraints is not None:
-            alternatives = _Alternatives(kbest=kbest, samples=samples, seed=seed,
-                                         constraints=constraints)
-        return [conllu.parse_token_and_metadata(block.rstrip("\n"))
-                for block in self._chunks(sentences, alternatives=alternatives)]
+        annotator = self.annotator(kbest=kbest, samples=samples, seed=seed)
+        return [tokens for part in annotator.stream(sentences, chunk_size=self.chunk_sentences,
+                                                    constraints=constraints)
+                for tokens in part.token_lists()]
 
     @torch.no_grad()
     def parse_file(self, input_path: str | os.PathLike, output_path: str | os.PathLike, *,
-                   tokenized: bool = False) -> int:
-        """Parse a UTF-8 text file into CoNLL-U, streaming (``chunk_sentences`` at a time; the
-        output replaces nothing until it is whole). Raw text by default (paragraphs separated by
-        blank lines); ``tokenized=True``: one whitespace-tokenised sentence per line. Returns the
-        number of sentences written."""
+                   format: str = "raw", kbest: int = 0, samples: int = 0, seed: int = 0,
+                   keep_heads: str = "none") -> int:
+        """Parse a UTF-8 file into CoNLL-U, streaming (``chunk_sentences`` at a time; the output
+        replaces nothing until it is whole). ``format``: ``raw`` text (paragraphs separated by
+        blank lines), ``text`` (one whitespace-tokenised sentence per line) or ``conllu``
+        (``keep_heads="given"`` keeps its annotated heads); ``kbest``, ``samples``, ``seed``: as
+        :meth:`parse`. Returns the number of sentences read."""
+        if format not in FORMATS:
+            raise ValueError(f"format={format!r}: expected one of {', '.join(FORMATS)}")
+        if keep_heads != "none" and format != "conllu":
+            raise ValueError(f"keep_heads={keep_heads}: keeps the heads of a CoNLL-U input; "
+                             f"format={format} has none")
         input_path, output_path = Path(input_path), Path(output_path)
         if not input_path.is_file():
             raise ValueError(f"input={input_path}: no such file")
         if output_path.resolve() == input_path.resolve():
             raise ValueError(f"output={output_path}: is the input file")
+        annotator = self.annotator(kbest=kbest, samples=samples, seed=seed, keep_heads=keep_heads,
+                                   name=str(input_path))
         count = 0
         with open(input_path, encoding="utf-8") as source, atomic_write(output_path) as out:
-            if tokenized:
+            if format == "conllu":
+                sentences = stream_conllu(input_path, require_trees=False,
+                                          check_heads=keep_heads != "given")
+            elif format == "text":
                 lines = (line.split() for line in source)
                 sentences = self._tokenised((w for w in lines if w), path=str(input_path))
             else:
                 sentences = self._raw_sentences(read_paragraph_stream(source), path=str(input_path))
-            for block in self._chunks(sentences):
-                out.write(block)
-                count += 1
+            for part in annotator.stream(sentences, chunk_size=self.chunk_sentences):
+                out.writelines(part.blocks)
+                count += part.sentences
         return count
 
     def to_conllu(self, sentences: Sequence[conllu.TokenList]) -> str:
@@ -287,16 +247,6 @@ class Pipeline:
         for sentence in sentences:
             buffer.write(sentence.serialize())
         return buffer.getvalue()
-
-
-@dataclass(frozen=True)
-class _Alternatives:
-    """``Pipeline.parse``'s tree CRF options."""
-
-    kbest: int = 0
-    samples: int = 0
-    seed: int = 0
-    constraints: list[ArcConstraints] | None = None
 
 
 def _constraints(count: int, *, required, forbidden) -> list[ArcConstraints] | None:
@@ -336,9 +286,11 @@ def parse_raw_file(checkpoint: str | os.PathLike, tokenizer: str | os.PathLike,
                    tagger: str | os.PathLike | None = None, device: str = "auto",
                    tokens_per_batch: int = 5000, projective: bool | None = None,
                    attach_to_units: Sequence[str] | None = None,
-                   ud_rules: str | Sequence[str] | None = None, confidence: bool = False) -> int:
+                   ud_rules: str | Sequence[str] | None = None, confidence: bool = False,
+                   kbest: int = 0, samples: int = 0, seed: int = 0) -> int:
     """``parser-predict tokenizer=...``: tokenise, split, tag (when the parser reads UPOS) and
-    parse a raw text file with separate checkpoints, streaming. Returns the sentences written."""
+    parse a raw text file with separate checkpoints, streaming (``kbest``, ``samples``, ``seed``:
+    :meth:`Pipeline.parse_file`). Returns the sentences read."""
     input_path = input_file(input_path, option="input")
     tokenizer = input_file(tokenizer, option="tokenizer")
     output_path = output_file(output_path, option="output", inputs=(
@@ -354,4 +306,4 @@ def parse_raw_file(checkpoint: str | os.PathLike, tokenizer: str | os.PathLike,
         tokenizer=load_tokenizer(tokenizer, device=torch_device),
         tagger=load_tagger(input_file(tagger, option="tagger"), map_location=torch_device)
         if tagger else None, confidence=confidence)
-    return pipeline.parse_file(input_path, output_path)
+    return pipeline.parse_file(input_path, output_path, kbest=kbest, samples=samples, seed=seed)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,8 +24,8 @@ from parser.inference.calibration import (
     measure,
     tree_nll,
 )
+from parser.models.decoder import N_SPECIAL_RELS, tempered
 from parser.models.edge_scores import EdgeScores
-from parser.models.parser_model import N_SPECIAL_RELS, tempered
 from parser.runtime.checkpoint import load_checkpoint
 from parser.structs import TreeCRF
 from parser.train.loop import Trainer
@@ -105,10 +106,10 @@ def test_parser_calibrate_writes_a_calibrated_copy(checkpoint, fixtures, tmp_pat
     assert entry["tree_nll_after"] <= entry["tree_nll_before"]
     raw, vocabs, config = load_parser(checkpoint)
     model, _, _ = load_parser(output)
-    assert model.arc_temperature == entry["arc_temperature"] != 1.0
-    assert model.label_temperature == entry["label_temperature"] != 1.0
+    assert model.decoder.arc_temperature == entry["arc_temperature"] != 1.0
+    assert model.decoder.label_temperature == entry["label_temperature"] != 1.0
     if config["model"]["labels"] == "joint":  # one labeled CRF: one temperature
-        assert model.label_temperature == model.arc_temperature
+        assert model.decoder.label_temperature == model.decoder.arc_temperature
     sentences = read_conllu(source).sentences
     plain = parse(raw, sentences, vocabs, tokens_per_batch=500, confidence=True)
     tempered = parse(model, sentences, vocabs, tokens_per_batch=500, confidence=True)
@@ -125,12 +126,12 @@ def test_an_arc_temperature_keeps_the_trees_and_moves_head_probs(checkpoint, fix
     classifier's arcs: the temperature divides after them, so the MST is unchanged. A joint
     model's labeled scores are arcs + labels: its temperature divides both."""
     model, vocabs, config = load_parser(checkpoint)
-    assert model.ud_rules is not None and model.ud_rules.root is not None
+    assert model.decoder.ud_rules is not None and model.decoder.ud_rules.root is not None
     sentences = read_conllu(fixtures / "tiny-dev.conllu").sentences
     plain = parse(model, sentences, vocabs, tokens_per_batch=500, confidence=True)
-    model.arc_temperature = temperature
-    if config["model"]["labels"] == "joint":
-        model.label_temperature = temperature
+    joint = config["model"]["labels"] == "joint"
+    model.decoder = replace(model.decoder, arc_temperature=temperature,
+                            label_temperature=temperature if joint else 1.0)
     hot = parse(model, sentences, vocabs, tokens_per_batch=500, confidence=True)
     assert hot.heads == plain.heads
     # The written tree is the MST: T < 1 moves mass onto it, T > 1 away from it.

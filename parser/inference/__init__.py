@@ -1,16 +1,20 @@
-"""Parsing with a trained model, the one path used by the trainer's evaluations, ``parser-predict``
-and ``parser-evaluate``: restore a checkpoint (:func:`load_parser`), tag missing UPOS with a trained
-tagger, decode best trees (:func:`parse`), write CoNLL-U (:func:`write_predictions`), and the whole
-file pipeline (:func:`predict_file`)."""
+"""Parsing with a trained model. One annotator (:class:`Annotator`) holds a parser, its decoder,
+an optional tagger and the prediction options and turns chunks of sentences into CoNLL-U; every
+prediction path (files: :func:`predict_file`; text: :class:`parser.Pipeline`; the trainer's final
+dev/test evaluation) goes through it. Below it: restoring a checkpoint (:func:`load_parser`),
+tagging missing UPOS, best trees (:func:`parse`, also the trainer's in-loop dev score) and their
+CoNLL-U (:func:`prediction_blocks`)."""
 
 from __future__ import annotations
 
+from parser.inference.annotator import Annotated, Annotator
 from parser.inference.loading import load_decoder, load_parser
 from parser.inference.parse import (
     Predictions,
     log_unknown_words,
     missing_upos,
     parse,
+    prediction_blocks,
     reads_upos,
     tag_input,
     unknown_words,
@@ -19,6 +23,7 @@ from parser.inference.parse import (
 from parser.inference.predict import predict_file
 
 __all__ = [
-    "Predictions", "load_decoder", "load_parser", "log_unknown_words", "missing_upos", "parse", "predict_file",
-    "reads_upos", "tag_input", "unknown_words", "write_predictions",
+    "Annotated", "Annotator", "Predictions", "load_decoder", "load_parser", "log_unknown_words",
+    "missing_upos", "parse", "prediction_blocks", "predict_file", "reads_upos", "tag_input",
+    "unknown_words", "write_predictions",
 ]

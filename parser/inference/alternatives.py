@@ -4,9 +4,9 @@ from the model's distribution over trees, and trees under fixed or forbidden arc
 and ``Pipeline.parse(kbest=, samples=, required=, forbidden=)``.
 
 The distribution is the model's, as it predicts (eval mode): UD rules and calibration
-temperatures included (``ParserModel.for_prediction``). Trees are over heads: for a joint-label
+temperatures included (``Decoder.scores``, :mod:`parser.models.decoder`). Trees are over heads: for a joint-label
 model the relations are summed out (the k best trees are those of highest probability
-``p(heads)``), and the relations of every tree come from ``ParserModel.relations`` (each word's
+``p(heads)``), and the relations of every tree come from ``Decoder.relations`` (each word's
 best relation on its arc under the UD rules' per-head limits), as for the best tree.
 
 - ``kbest=K``: the K most probable trees, best first (``TreeCRF.kbest``, exact; fewer when a
@@ -112,6 +112,7 @@ def parse_alternatives(
     for batch, out in model_outputs(model, encoded, tokens_per_batch=tokens_per_batch,
                                     cells_per_batch=cells_per_batch, device=device):
         index = batch.index.tolist()
+        free = out  # unconstrained: what the decoder's best tree reads
         problems: list[str | None] = [None] * len(index)
         constrained = torch.zeros(len(index), dtype=torch.bool, device=batch.lengths.device)
         if constraints is not None:
@@ -125,7 +126,7 @@ def parse_alternatives(
                                                   for i in index])
             valid = torch.ones(heads.shape[:2], dtype=torch.bool, device=heads.device)
         else:
-            heads = _best(model, out, batch.upos, constrained)[None]
+            heads = _best(model, free, out, batch.upos, constrained)[None]
             valid = torch.ones(heads.shape[:2], dtype=torch.bool, device=heads.device)
         ranks = [_tree_rows(model, out, heads[r], valid[r], vocabs, upos=batch.upos,
                             confidence=confidence)
@@ -151,10 +152,12 @@ def _with_relations(tree: Tree, kept: dict[int, str]) -> Tree:
     return replace(tree, deprels=deprels)
 
 
-def _best(model: ParserModel, out: ParserOutput, upos: Tensor, constrained: Tensor) -> Tensor:
-    """``[B, N+1]``: the model's usual decoding, except on constrained rows the restricted CRF's
-    maximum spanning tree."""
-    heads, _ = model.decode(out, upos=upos)
+def _best(model: ParserModel, free: ParserOutput, out: ParserOutput, upos: Tensor,
+          constrained: Tensor) -> Tensor:
+    """``[B, N+1]``: the decoder's best trees of the unconstrained output ``free``, except on
+    constrained rows the maximum spanning tree of ``out``, the restricted CRF. (The decoder on the
+    restricted rows could find no tree: its punct rule also forbids PUNCT roots.)"""
+    heads, _ = model.decoder.decode(free, upos=upos)
     if not bool(constrained.any()):
         return heads
     best = out.dist.argmax()
@@ -197,7 +200,7 @@ def _tree_rows(model: ParserModel, out: ParserOutput, heads: Tensor, valid: Tens
                vocabs: Vocabularies, *, upos: Tensor, confidence: bool) -> list[Tree | None]:
     """One :class:`Tree` per row of ``heads [B, N+1]`` (None where not ``valid``); ``upos``:
     the batch's tags, for the UD punct rule's relations."""
-    rels = model.relations(out, heads, upos=upos)
+    rels = model.decoder.relations(out, heads, upos=upos)
     log_prob = out.dist.log_prob(heads).tolist()
     sure = batch_confidence(out, heads, rels) if confidence else None
     # Python lists once per batch, not per sentence.

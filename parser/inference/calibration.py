@@ -2,7 +2,7 @@
 outcomes that measure its calibration (:mod:`parser.eval.calibration`).
 
 What is fitted. The arc temperature T divides the scores of the tree CRF the parser predicts
-from (after the UD rules' masks: :func:`parser.models.parser_model.tempered`), and is chosen to
+from (after the UD rules' masks: :func:`parser.models.decoder.tempered`), and is chosen to
 minimise the negative log-likelihood of the gold TREES under ``TreeCRF(scores / T)``: the
 model's own training criterion, so its maximum is the temperature under which the whole
 distribution over trees (and with it every marginal ``HeadProb`` and the tree log-probability)
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import Tensor
@@ -35,7 +35,8 @@ from parser.data.batching import BucketBatcher, encode_all
 from parser.data.conllu_io import Sentence
 from parser.data.vocab import Vocabularies
 from parser.inference.parse import parse
-from parser.models.parser_model import N_SPECIAL_RELS, ParserModel
+from parser.models.decoder import N_SPECIAL_RELS
+from parser.models.parser_model import ParserModel
 
 __all__ = [
     "BOUNDS", "GoldScores", "Outcomes", "TemperatureFit", "collect_gold_scores", "fit_temperatures",
@@ -70,8 +71,8 @@ def collect_gold_scores(model: ParserModel, sentences: Sequence[Sentence], vocab
     encoded = encode_all(list(sentences), vocabs)
     batcher = BucketBatcher(encoded, tokens_per_batch=tokens_per_batch, shuffle=False,
                             max_length=None, labeled=True)
-    saved = (model.arc_temperature, model.label_temperature, model.training)
-    model.arc_temperature = model.label_temperature = 1.0
+    saved = (model.decoder, model.training)
+    model.decoder = replace(model.decoder, arc_temperature=1.0, label_temperature=1.0)
     model.eval()
     batches, rows, golds = [], [], []
     sentences_out = words_out = 0
@@ -107,8 +108,8 @@ def collect_gold_scores(model: ParserModel, sentences: Sequence[Sentence], vocab
                 rows.append(on_arc[scored])
                 golds.append(gold[scored])
     finally:
-        model.arc_temperature, model.label_temperature = saved[0], saved[1]
-        model.train(saved[2])
+        model.decoder = saved[0]
+        model.train(saved[1])
     return GoldScores(batches=batches, single_root=model.single_root, joint=joint,
                       label_rows=torch.cat(rows) if rows else None,
                       label_gold=torch.cat(golds) if golds else None,

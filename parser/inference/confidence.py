@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from parser.models.parser_model import N_SPECIAL_RELS
+from parser.models.decoder import N_SPECIAL_RELS
 from parser.structs import ParserOutput
 
 __all__ = ["SentenceConfidence", "batch_confidence", "confidence_annotations"]

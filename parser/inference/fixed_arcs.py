@@ -29,7 +29,7 @@ from torch import Tensor
 from parser.data.conllu_io import Sentence
 from parser.data.validate import find_cycle
 from parser.data.vocab import Vocabularies
-from parser.models.parser_model import N_SPECIAL_RELS
+from parser.models.decoder import N_SPECIAL_RELS
 from parser.structs import ParserOutput, TreeCRF
 from parser.structs.common import NEG_INF
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -10,10 +11,11 @@ from omegaconf import OmegaConf
 
 from parser.config import ModelConfig
 from parser.data.vocab import Vocabularies
+from parser.models.decoder import Decoder
 from parser.models.parser_model import ParserModel, build_parser, ud_rules_of, upos_ids
 from parser.runtime.checkpoint import CheckpointError, load_checkpoint
 
-__all__ = ["load_decoder", "load_parser", "parser_from_state"]
+__all__ = ["load_decoder", "load_parser", "parser_from_state", "with_overrides"]
 
 
 def load_parser(
@@ -38,8 +40,9 @@ def parser_from_state(state: dict, *, where: str) -> tuple[ParserModel, Vocabula
                          rels=vocabs.rels)
     model.load_state_dict(state["model"])
     calibration = state.get("calibration") or {}
-    model.arc_temperature = float(calibration.get("arc_temperature", 1.0))
-    model.label_temperature = float(calibration.get("label_temperature", 1.0))
+    model.decoder = replace(model.decoder,
+                            arc_temperature=float(calibration.get("arc_temperature", 1.0)),
+                            label_temperature=float(calibration.get("label_temperature", 1.0)))
     return model.eval(), vocabs, config
 
 
@@ -52,10 +55,21 @@ def load_decoder(checkpoint: str | Path, *, device: torch.device | str,
     ``model.attach_to_units``, ``ud_rules`` (``all``, ``none`` or rule names,
     :mod:`parser.models.ud_rules`) ``model.ud_rules``; None keeps the checkpoint's."""
     model, vocabs, config = load_parser(checkpoint, device=device)
-    if projective is not None:
-        model.projective = projective
-    if attach_to_units is not None:
-        model.unit_tags = upos_ids(list(attach_to_units), vocabs.upos, option="attach_to_units")
-    if ud_rules is not None:
-        model.ud_rules = ud_rules_of(ud_rules, vocabs.rels, vocabs.upos)
+    model.decoder = with_overrides(model.decoder, vocabs, projective=projective,
+                                   attach_to_units=attach_to_units, ud_rules=ud_rules)
     return model, vocabs, config
+
+
+def with_overrides(decoder: Decoder, vocabs: Vocabularies, *, projective: bool | None = None,
+                   attach_to_units: Sequence[str] | None = None,
+                   ud_rules: str | Sequence[str] | None = None) -> Decoder:
+    """``decoder`` with the options of ``parser-predict`` / ``parser-evaluate`` that are not None
+    (``attach_to_units``: UPOS names; ``ud_rules``: ``all``, ``none`` or rule names)."""
+    changes: dict = {}
+    if projective is not None:
+        changes["projective"] = projective
+    if attach_to_units is not None:
+        changes["unit_tags"] = upos_ids(list(attach_to_units), vocabs.upos, option="attach_to_units")
+    if ud_rules is not None:
+        changes["ud_rules"] = ud_rules_of(ud_rules, vocabs.rels, vocabs.upos)
+    return replace(decoder, **changes)

@@ -1,8 +1,9 @@
 """Parsing a set of sentences with a trained model: best trees, in-loop scores, prediction files,
 and the UPOS a parser reads (taken from the input or from a trained tagger).
 
-Used by the trainer (dev evaluation every k steps, final dev/test evaluation), ``parser-predict``
-and ``parser-evaluate`` (through :func:`parser.inference.predict_file`). No length limit applies here: every sentence is parsed.
+The trainer's dev evaluation every k steps calls :func:`parse`; every other prediction path goes
+through :class:`parser.inference.annotator.Annotator`, which calls it. No length limit applies
+here: every sentence is parsed.
 """
 
 from __future__ import annotations
@@ -17,17 +18,19 @@ import torch
 
 from parser.data.batch import Batch
 from parser.data.batching import BucketBatcher, encode_all
-from parser.data.conllu_io import Sentence, write_conllu
+from parser.data.conllu_io import Sentence, format_sentence
 from parser.data.vocab import UNK, Vocabularies
 from parser.eval.metrics import AttachmentMetric
 from parser.inference.confidence import SentenceConfidence, batch_confidence, confidence_annotations
 from parser.models.parser_model import ParserModel, reads_own_tags
+from parser.runtime.io_atomic import atomic_write
 from parser.structs import ParserOutput
 from parser.tagger.predict import TrainedTagger, tag_sentences
 
 __all__ = [
-    "Predictions", "log_unknown_words", "missing_upos", "model_outputs", "parse", "reads_upos",
-    "report_unknown_words", "tag_input", "unknown_words", "write_predictions",
+    "Predictions", "log_unknown_words", "missing_upos", "model_outputs", "parse",
+    "prediction_blocks", "reads_upos", "report_unknown_words", "tag_input", "unknown_words",
+    "write_predictions",
 ]
 
 log = logging.getLogger(__name__)
@@ -103,7 +106,7 @@ def parse(
     rel_names, tag_names = vocabs.rels.tokens, vocabs.upos.tokens
     for batch, out in model_outputs(model, encoded, tokens_per_batch=tokens_per_batch,
                                     cells_per_batch=cells_per_batch, device=device, labeled=gold):
-        pred_heads, pred_rels = model.decode(out, upos=batch.upos)
+        pred_heads, pred_rels = model.decoder.decode(out, upos=batch.upos)
         if metric is not None:
             metric.update(pred_heads, pred_rels, batch.heads, batch.rels, batch.lengths,
                           rel_universal=rel_universal.to(pred_heads.device))
@@ -157,23 +160,40 @@ def report_unknown_words(unknown: int, total: int, *, name: str) -> float:
     return rate
 
 
-def write_predictions(
-    sentences: Sequence[Sentence], predictions: Predictions, path: str | os.PathLike | IO[str], *,
+def prediction_blocks(
+    sentences: Sequence[Sentence], predictions: Predictions, *,
     upos: Sequence[Sequence[str]] | None = None, keep_deps: bool = False,
-) -> None:
-    """CoNLL-U with HEAD and DEPREL replaced (and UPOS, when ``upos`` gives one list per
-    sentence, else the parser's own tags when it predicts them), the enhanced graph (DEPS, empty
-    nodes) removed unless ``keep_deps`` (the input's would contradict the new heads), every other
-    byte of the input kept; with ``predictions.confidence``, ``HeadProb`` / ``DeprelProb`` in MISC
-    and ``tree_logprob`` / ``tree_entropy`` / ``expected_correct`` comments. A path is written
-    atomically; a stream (an open file) is appended to."""
+) -> list[str]:
+    """The CoNLL-U block of each sentence with HEAD and DEPREL replaced (and UPOS, when ``upos``
+    gives one list per sentence, else the parser's own tags when it predicts them), the enhanced
+    graph (DEPS, empty nodes) removed unless ``keep_deps`` (the input's would contradict the new
+    heads), every other byte of the input kept; with ``predictions.confidence``, ``HeadProb`` /
+    ``DeprelProb`` in MISC and ``tree_logprob`` / ``tree_entropy`` / ``expected_correct``
+    comments."""
     if upos is None:
         upos = predictions.upos
     misc = comments = None
     if predictions.confidence is not None:
         misc, comments = confidence_annotations(predictions.confidence)
-    write_conllu(sentences, path, heads=predictions.heads, deprels=predictions.deprels, upos=upos,
-                 clear_deps=not keep_deps, misc=misc, comments=comments)
+    return [format_sentence(sentence, heads=predictions.heads[i], deprels=predictions.deprels[i],
+                            upos=None if upos is None else upos[i], clear_deps=not keep_deps,
+                            misc=None if misc is None else misc[i],
+                            comments=None if comments is None else comments[i],
+                            where=f"sentence {i}")
+            for i, sentence in enumerate(sentences)]
+
+
+def write_predictions(
+    sentences: Sequence[Sentence], predictions: Predictions, path: str | os.PathLike | IO[str], *,
+    upos: Sequence[Sequence[str]] | None = None, keep_deps: bool = False,
+) -> None:
+    """:func:`prediction_blocks` written to ``path`` atomically, or appended to a stream."""
+    blocks = prediction_blocks(sentences, predictions, upos=upos, keep_deps=keep_deps)
+    if hasattr(path, "write"):
+        path.writelines(blocks)
+        return
+    with atomic_write(path) as out:
+        out.writelines(blocks)
 
 
 def reads_upos(config: dict) -> bool:

@@ -11,9 +11,10 @@ import torch
 from parser.data.conllu_io import Treebank, write_conllu
 from parser.data.vocab import Vocabularies
 from parser.eval.report import file_report, metrics_path_for, write_metrics_json
-from parser.inference import parse, write_predictions
+from parser.inference import Annotator
 from parser.models.parser_model import ParserModel
 from parser.runtime.checkpoint import load_checkpoint
+from parser.runtime.io_atomic import atomic_write
 
 __all__ = ["evaluate_split", "format_scores", "restore_best"]
 
@@ -30,25 +31,29 @@ def evaluate_split(
     tokens_per_batch: int,
     device: torch.device | str,
 ) -> dict:
-    """Parse ``treebank``, write ``<out_dir>/<name>.pred.conllu`` and its ``.metrics.json``.
+    """Parse ``treebank`` (:class:`~parser.inference.Annotator`), write
+    ``<out_dir>/<name>.pred.conllu`` and its ``.metrics.json``.
 
-    When sentences of the gold file were skipped as malformed, the kept ones are written to
-    ``<name>.gold.conllu`` and scored against instead, so both files hold the same sentences.
+    When sentences of the gold file were skipped as malformed, or the sentences are no file of
+    their own (a dev set carved from train), they are written to ``<name>.gold.conllu`` and
+    scored against instead, so both files hold the same sentences.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
-    predictions = parse(model, treebank.sentences, vocabs, tokens_per_batch=tokens_per_batch,
-                        device=device)
+    annotator = Annotator(model, vocabs, score=True,
+                          tokens_per_batch=tokens_per_batch, device=device, name=name)
+    annotated = annotator.annotate(treebank.sentences)
     pred_path = out_dir / f"{name}.pred.conllu"
-    write_predictions(treebank.sentences, predictions, pred_path)
+    with atomic_write(pred_path) as out:
+        out.writelines(annotated.blocks)
     gold_path = Path(treebank.path)
-    if treebank.n_skipped:
+    if treebank.n_skipped or not gold_path.is_file():
         gold_path = out_dir / f"{name}.gold.conllu"
         write_conllu(treebank.sentences, gold_path)
     try:
         report = file_report(gold_path, pred_path)
     except ValueError as error:  # the official script rejected a file: keep the in-loop scores
         log.error("official evaluation of %s failed: %s", pred_path, error)
-        report = dict(predictions.scores or {}, official_error=str(error))
+        report = dict(annotated.scores or {}, official_error=str(error))
     report["split"] = name
     write_metrics_json(report, metrics_path_for(pred_path))
     return report

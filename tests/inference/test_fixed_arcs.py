@@ -16,7 +16,7 @@ from parser.cli.predict import main as predict_main
 from parser.data.conllu_io import read_conllu
 from parser.inference import load_decoder, load_parser
 from parser.inference.fixed_arcs import ArcConstraints, constrain_output
-from parser.models.parser_model import N_SPECIAL_RELS
+from parser.models.decoder import N_SPECIAL_RELS
 from parser.pipeline import Pipeline
 from parser.structs import ParserOutput, TreeCRF
 from tests.inference.helpers import model_output

@@ -71,7 +71,7 @@ def test_kbest_trees_are_the_crf_kbest_and_rank_one_the_normal_output(tiny_check
             assert tokens.metadata["sent_id"] == f"{sentence.sent_id}/{rank + 1}"
             heads = kbest[rank]
             assert _heads(tokens) == heads[0, 1:].tolist()
-            rels = model.relations(out, heads, upos=_upos(sentence, vocabs))
+            rels = model.decoder.relations(out, heads, upos=_upos(sentence, vocabs))
             assert _deprels(tokens) == [vocabs.rels.token(r) for r in rels[0, 1:].tolist()]
             log_prob = float(out.dist.log_prob(heads)[0])
             prob = float(tokens.metadata["tree_prob"])
@@ -141,7 +141,7 @@ def test_samples_are_reproducible_whatever_the_batching(tiny_checkpoint, fixture
             heads = torch.tensor([[0, *_heads(tokens)]])
             assert float(tokens.metadata["tree_prob"]) == pytest.approx(
                 math.exp(float(out.dist.log_prob(heads)[0])), rel=1e-4)
-            rels = model.relations(out, heads, upos=_upos(sentence, vocabs))
+            rels = model.decoder.relations(out, heads, upos=_upos(sentence, vocabs))
             assert _deprels(tokens) == [vocabs.rels.token(r) for r in rels[0, 1:].tolist()]
     assert validate_conllu(tmp_path / "a.conllu", level=2) == []
 

@@ -1,0 +1,165 @@
+"""One annotator behind every prediction path: a parser (its vocabularies, its decoder), an
+optional UPOS tagger and the options of a prediction turn chunks of sentences into CoNLL-U.
+
+``predict_file`` (``parser-predict``, ``parser-evaluate checkpoint=``), :class:`parser.Pipeline`
+(raw text, tokenised lists, files) and the trainer's final dev/test evaluation all call it, so
+every option works on every input kind:
+
+- the best tree of each sentence (``parse``), with the tree CRF's marginals when ``confidence``;
+- ``kbest=K`` trees, ``samples=K`` trees drawn with ``seed``, or trees under fixed / forbidden
+  arcs (``keep_heads="given"``: the input's heads; or ``constraints`` per sentence):
+  :mod:`parser.inference.alternatives`, written by :mod:`parser.inference.write_trees`.
+
+The decoder choice, UD rules and temperatures are the model's ``decoder``
+(:class:`parser.models.decoder.Decoder`); :meth:`Annotator.load` applies the command-line
+overrides to it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import conllu
+import torch
+
+from parser.data.conllu_io import Sentence
+from parser.data.conllu_stream import chunked
+from parser.data.vocab import Vocabularies
+from parser.inference.alternatives import parse_alternatives
+from parser.inference.fixed_arcs import ArcConstraints, given_heads
+from parser.inference.loading import load_decoder
+from parser.inference.parse import parse, prediction_blocks, tag_input, unknown_words
+from parser.inference.write_trees import tree_blocks
+from parser.models.parser_model import ParserModel
+from parser.runtime.device import resolve_device
+from parser.tagger.predict import TrainedTagger
+
+__all__ = ["CELLS_PER_TOKEN", "Annotated", "Annotator"]
+
+log = logging.getLogger(__name__)
+
+# Score tensors are [B, N+1, N+1, L]: a token budget alone lets the longest sentence read set the
+# peak memory. Batches are also capped at this many (N+1)^2 cells per token of the budget, which
+# leaves sentences of up to 39 words batched as before and splits batches of longer ones.
+CELLS_PER_TOKEN = 40
+KEEP_HEADS = ("none", "given")
+
+
+@dataclass(frozen=True)
+class Annotated:
+    """One chunk of ``sentences`` annotated: ``blocks``, the CoNLL-U text of each output block in
+    input order (k per sentence with ``kbest``/``samples``); ``refused``: sentences whose fixed arcs admit no
+    tree (written as read with ``# parse_error``); ``unknown``: words the model reads as UNK;
+    ``scores``: ``AttachmentMetric`` scores of the best trees when asked for (``score=True``)
+    and every sentence had gold heads, else None."""
+
+    blocks: list[str]
+    sentences: int
+    refused: int = 0
+    unknown: int = 0
+    scores: dict | None = None
+
+    def token_lists(self) -> list[conllu.TokenList]:
+        """The blocks as ``conllu.TokenList`` objects (the Python API's result type)."""
+        return [conllu.parse_token_and_metadata(block.rstrip("\n")) for block in self.blocks]
+
+
+class Annotator:
+    """A parser with its prediction options (see the module docstring). ``tagger``: UPOS for the
+    words without one (every word when ``retag``); ``keep_deps``: keep the input's DEPS column
+    (else ``_``: it would contradict the new heads); ``score``: scores of the best trees against
+    the input's heads; ``name``: the input's name in messages."""
+
+    def __init__(self, model: ParserModel, vocabs: Vocabularies, *, config: dict | None = None,
+                 tagger: TrainedTagger | None = None, retag: bool = False, kbest: int = 0,
+                 samples: int = 0, seed: int = 0, keep_heads: str = "none",
+                 confidence: bool = False, keep_deps: bool = False, score: bool = False,
+                 tokens_per_batch: int = 5000, device: torch.device | str = "cpu",
+                 name: str = "<input>") -> None:
+        if keep_heads not in KEEP_HEADS:
+            raise ValueError(f"keep_heads={keep_heads!r}: expected none or given")
+        if kbest < 0 or samples < 0 or (kbest and samples):
+            raise ValueError(f"kbest={kbest}, samples={samples}: expected one of them (>= 1), or neither")
+        if tokens_per_batch < 1:
+            raise ValueError(f"tokens_per_batch={tokens_per_batch}: expected a positive integer")
+        if retag and tagger is None:
+            raise ValueError("retag=true: give the tagger to tag with (tagger=<tagger best.pt>)")
+        self.model, self.vocabs, self.config, self.tagger = model, vocabs, config, tagger
+        self.retag, self.kbest, self.samples, self.seed = retag, kbest, samples, seed
+        self.keep_heads, self.confidence, self.keep_deps = keep_heads, confidence, keep_deps
+        self.score, self.tokens_per_batch, self.name = score, tokens_per_batch, name
+        self.device = resolve_device(str(device)) if isinstance(device, str) else device
+
+    @classmethod
+    def load(cls, checkpoint: str | Path, *, device: str = "auto", projective: bool | None = None,
+             attach_to_units: Sequence[str] | None = None,
+             ud_rules: str | Sequence[str] | None = None, tagger: TrainedTagger | None = None,
+             **options) -> Annotator:
+        """The annotator of a parser checkpoint, its decoder overridden where ``projective``,
+        ``attach_to_units`` (UPOS names) or ``ud_rules`` are not None; ``options``: the
+        keywords of :class:`Annotator`."""
+        torch_device = resolve_device(device)
+        model, vocabs, config = load_decoder(checkpoint, device=torch_device, projective=projective,
+                                             attach_to_units=attach_to_units, ud_rules=ud_rules)
+        return cls(model, vocabs, config=config, tagger=tagger, device=torch_device, **options)
+
+    @property
+    def alternatives(self) -> bool:
+        """Whether the output needs the tree CRF's alternatives writer (k-best, samples, arcs)."""
+        return bool(self.kbest or self.samples or self.keep_heads == "given")
+
+    def stream(self, sentences: Iterable[Sentence], *, chunk_size: int,
+               constraints: Sequence[ArcConstraints | None] | None = None) -> Iterator[Annotated]:
+        """The annotation of ``sentences``, ``chunk_size`` at a time (memory holds one chunk);
+        ``constraints``: one per input sentence (None: from ``keep_heads``)."""
+        position = 0
+        for chunk in chunked(sentences, chunk_size):
+            rows = None if constraints is None else constraints[position : position + len(chunk)]
+            yield self.annotate(chunk, position=position, constraints=rows)
+            position += len(chunk)
+
+    @torch.no_grad()
+    def annotate(self, chunk: Sequence[Sentence], *, position: int = 0,
+                 constraints: Sequence[ArcConstraints | None] | None = None) -> Annotated:
+        """One chunk (``position``: the 0-based input position of ``chunk[0]``, which numbers
+        sentences without an id and seeds the samples); ``constraints``: one per sentence."""
+        chunk = list(chunk)
+        words, upos = chunk, None
+        if self.tagger is not None:
+            words, upos = tag_input(chunk, self.tagger, retag=self.retag,
+                                    tokens_per_batch=self.tokens_per_batch)
+        unknown = unknown_words(words, self.vocabs)[0]
+        if constraints is None and self.keep_heads == "given":
+            constraints = [given_heads(sentence) for sentence in chunk]
+        if self.alternatives or constraints is not None:
+            blocks, refused = self._trees(chunk, words, upos, position=position, constraints=constraints)
+            return Annotated(blocks, len(chunk), refused=refused, unknown=unknown)
+        predictions = parse(self.model, words, self.vocabs, tokens_per_batch=self.tokens_per_batch,
+                            cells_per_batch=CELLS_PER_TOKEN * self.tokens_per_batch,
+                            device=self.device, score=self.score, confidence=self.confidence)
+        blocks = prediction_blocks(chunk, predictions, upos=upos, keep_deps=self.keep_deps)
+        return Annotated(blocks, len(chunk), unknown=unknown, scores=predictions.scores)
+
+    def _trees(self, chunk: list[Sentence], words: list[Sentence], upos, *, position: int,
+               constraints: Sequence[ArcConstraints | None] | None) -> tuple[list[str], int]:
+        """The one k-best / samples / fixed-arcs writer: ``(blocks, sentences refused)``."""
+        entries = parse_alternatives(
+            self.model, words, self.vocabs, tokens_per_batch=self.tokens_per_batch,
+            cells_per_batch=CELLS_PER_TOKEN * self.tokens_per_batch, device=self.device,
+            kbest=self.kbest, samples=self.samples, seed=self.seed, constraints=constraints,
+            confidence=self.confidence, first_position=position)
+        mode = "kbest" if self.kbest else "samples" if self.samples else "best"
+        blocks: list[str] = []
+        refused = 0
+        for j, (sentence, entry) in enumerate(zip(chunk, entries)):
+            if entry.error is not None:
+                refused += 1
+                log.warning("%s: sentence %s (line %d): its fixed arcs were refused: %s", self.name,
+                            sentence.sent_id or position + j + 1, sentence.line, entry.error)
+            blocks.extend(tree_blocks(sentence, entry, position=position + j, mode=mode,
+                                      upos=None if upos is None else upos[j],
+                                      keep_deps=self.keep_deps))
+        return blocks, refused
