@@ -73,7 +73,7 @@ def worker(args: argparse.Namespace) -> None:
         trainer = Trainer(cfg, run_dir=run_dir)
         trainer.evaluate_and_checkpoint = lambda: None  # measure training steps only
         seen = {"sentences": 0, "tokens": 0}
-        draw = trainer.data.stream.next
+        draw = trainer.task.data.stream.next
 
         def counted_next():
             kind, batch = draw()
@@ -81,7 +81,7 @@ def worker(args: argparse.Namespace) -> None:
             seen["tokens"] += batch.n_tokens
             return kind, batch
 
-        trainer.data.stream.next = counted_next
+        trainer.task.data.stream.next = counted_next
         trainer.fit()  # warm-up
         seen.update(sentences=0, tokens=0)
         trainer.cfg.trainer.max_steps = args.warmup + args.steps

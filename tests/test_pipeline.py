@@ -16,12 +16,12 @@ from parser.cli.pipeline import build_pipeline
 from parser.cli.pipeline import main as pipeline_main
 from parser.cli.predict import main as predict_main
 from parser.cli.train import train as train_parser
+from parser.cli.train_tagger import train as train_tagger
+from parser.cli.train_tokenizer import train as train_tokenizer
 from parser.data.conllu_io import read_conllu
 from parser.tagger.config import register_tagger_configs, tagger_config_dir
-from parser.tagger.train import train as train_tagger
 from parser.tokenize import read_paragraphs
 from parser.tokenize.text import paragraph_text
-from parser.tokenize.train import train as train_tokenizer
 from tests.tokenize.helpers import FIXTURES, tokenizer_config
 from tests.train.helpers import tiny_config
 
@@ -33,7 +33,7 @@ def _tagger(run):
     register_tagger_configs()
     with initialize_config_dir(config_dir=str(tagger_config_dir()), version_base="1.3"):
         cfg = compose("tagger", overrides=[
-            "data=tiny", "tagger.max_epochs=4", "tagger.word_dim=8", "tagger.char_dim=8",
+            "data=tiny", "trainer.max_epochs=4", "tagger.word_dim=8", "tagger.char_dim=8",
             "tagger.char_hidden=8", "tagger.char_out=8", "tagger.lstm_hidden=8",
             "tagger.lstm_layers=1"])
     train_tagger(cfg, run_dir=run)
@@ -43,7 +43,7 @@ def _tagger(run):
 @pytest.fixture(scope="module")
 def parts(tmp_path_factory):
     root = tmp_path_factory.mktemp("pipeline")
-    tokenizer_cfg = tokenizer_config("train.max_steps=70", "train.eval_every=70",
+    tokenizer_cfg = tokenizer_config("trainer.max_steps=70", "trainer.eval_every=70",
                                      f"data.dev_file={TRAIN}")
     train_tokenizer(tokenizer_cfg, run_dir=root / "tokenizer")
     common = ["trainer.max_steps=30", "trainer.eval_every=30", "trainer.final_eval=false"]

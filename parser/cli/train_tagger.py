@@ -1,11 +1,13 @@
 """``parser-train-tagger [overrides]`` (or ``python -m parser.cli.train_tagger``): train the UPOS
-tagger (Hydra, ``configs/tagger/``; the loop is :mod:`parser.tagger.train`).
+tagger (Hydra, ``configs/tagger/`` with the shared ``trainer``, ``logger`` and ``optim`` groups;
+the loop is :mod:`parser.train.loop`, the task :mod:`parser.train.tasks.tagger_task`).
 
 Examples::
 
     parser-train-tagger data.treebank=en_ewt
-    parser-train-tagger data=tiny tagger.max_epochs=2
+    parser-train-tagger data=tiny trainer.max_epochs=2
     parser-train-tagger objective=semisup data.labeled_size=1000
+    parser-train-tagger data=tiny hydra.run.dir=outputs/t trainer.resume=last   # after a kill
 """
 
 from __future__ import annotations
@@ -14,28 +16,28 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from parser.cli.shell import run_hydra_cli
+from parser.cli.train import training_main
 from parser.tagger.config import register_tagger_configs, tagger_config_dir
-from parser.tagger.train import train
+from parser.train.run import run_training
+from parser.train.tasks.tagger_task import TaggerTask
 
-__all__ = ["main"]
+__all__ = ["main", "train"]
 
 
-def _hydra_main(cfg: DictConfig) -> None:
-    train(cfg, run_dir=Path(HydraConfig.get().runtime.output_dir))
+def train(cfg: DictConfig, *, run_dir: str | Path) -> dict:
+    """Train the tagger with ``cfg``; returns the dev and test UPOS accuracy of ``best.pt`` (also
+    in ``<run_dir>/results.json``) with the run's ``state``, ``run_dir`` and ``checkpoint``."""
+    return run_training(cfg, run_dir=run_dir, task=TaggerTask)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Hydra parses ``argv`` (default ``sys.argv[1:]``: overrides, ``--multirun``, ``--cfg job``).
-    Returns the exit status: 0, or 2 on bad input (a config that does not compose, a missing or
-    malformed file) with ``parser-train-tagger: error: <message>`` and no traceback: the same
-    shell as ``parser-train`` (:func:`parser.cli.shell.run_hydra_cli`)."""
+    """The shell of ``parser-train`` (:func:`parser.cli.train.training_main`): the same exit
+    statuses, run lock, resume and closing lines."""
     register_tagger_configs()
-    return run_hydra_cli(_hydra_main, argv, prog="parser-train-tagger",
-                         config_dir=tagger_config_dir(), config_name="tagger", own_run_dir=True)
+    return training_main(argv, task=TaggerTask, prog="parser-train-tagger", module=__name__,
+                         config_dir=tagger_config_dir(), config_name="tagger")
 
 
 if __name__ == "__main__":

@@ -1,12 +1,13 @@
 """``parser-train-tokenizer [overrides]`` (or ``python -m parser.cli.train_tokenizer``): train the
-tokenizer and sentence splitter on a treebank's own text (Hydra, ``configs/tokenizer/``; the loop
-is :mod:`parser.tokenize.train`).
+tokenizer and sentence splitter on a treebank's own text (Hydra, ``configs/tokenizer/`` with the
+shared ``trainer``, ``logger`` and ``optim`` groups; the loop is :mod:`parser.train.loop`, the task
+:mod:`parser.train.tasks.tokenizer_task`).
 
 Examples::
 
     parser-train-tokenizer data=en_ewt
     parser-train-tokenizer data=fr_gsd          # learns from fr_gsd dev (no train file here)
-    parser-train-tokenizer data=tiny train.max_steps=50
+    parser-train-tokenizer data=tiny trainer.max_steps=50
 """
 
 from __future__ import annotations
@@ -15,25 +16,27 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from parser.cli.shell import run_hydra_cli
+from parser.cli.train import training_main
 from parser.tokenize.config import register_tokenizer_configs, tokenizer_config_dir
-from parser.tokenize.train import train
+from parser.train.run import run_training
+from parser.train.tasks.tokenizer_task import TokenizerTask
 
-__all__ = ["main"]
+__all__ = ["main", "train"]
 
 
-def _hydra_main(cfg: DictConfig) -> None:
-    train(cfg, run_dir=Path(HydraConfig.get().runtime.output_dir))
+def train(cfg: DictConfig, *, run_dir: str | Path) -> dict:
+    """Train the tokenizer with ``cfg``; returns the dev scores of ``best.pt`` (also in
+    ``<run_dir>/results.json``) with the run's ``state``, ``run_dir`` and ``checkpoint``."""
+    return run_training(cfg, run_dir=run_dir, task=TokenizerTask)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Hydra parses ``argv``; returns 0, or 2 on bad input with
-    ``parser-train-tokenizer: error: <message>`` (the shell of ``parser-train``)."""
+    """The shell of ``parser-train`` (:func:`parser.cli.train.training_main`): the same exit
+    statuses, run lock, resume and closing lines."""
     register_tokenizer_configs()
-    return run_hydra_cli(_hydra_main, argv, prog="parser-train-tokenizer",
+    return training_main(argv, task=TokenizerTask, prog="parser-train-tokenizer", module=__name__,
                          config_dir=tokenizer_config_dir(), config_name="tokenizer")
 
 

@@ -1,8 +1,10 @@
 """Typed schema of the tagger's own Hydra config tree (``configs/tagger/``).
 
 ``configs/tagger/tagger.yaml`` starts its defaults with ``tagger_base_config`` (:class:`TaggerRunConfig`),
-so a misspelt key or a wrong type fails when the config is composed. The ``optim`` node reuses the
-parser's :class:`~parser.config.OptimConfig` (and ``parser.runtime.optim``).
+so a misspelt key or a wrong type fails when the config is composed. The ``trainer``, ``logger``
+and ``optim`` nodes are the parser's (:class:`~parser.config.TrainerConfig`, ...: one training
+loop, ``parser.train``), composed from the shared groups of ``configs/`` (tagger.yaml adds them to
+Hydra's search path); ``data``, ``tagger`` (the model's sizes) and ``objective`` are the tagger's.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
-from parser.config import OptimConfig
+from parser.config import LoggerConfig, OptimConfig, TrainerConfig
 
 __all__ = ["TagDataConfig", "TaggerConfig", "TaggerRunConfig", "register_tagger_configs",
            "tagger_config_dir"]
@@ -44,11 +46,12 @@ class TagDataConfig:
     labeled_size: int | None = None
     unlabeled_ratio: float = 1.0
     subset_seed: int = 0
+    max_train_sentences: int | None = None  # the first n training sentences, for quick runs
 
 
 @dataclass
 class TaggerConfig:
-    """The model (see ``parser.tagger.model.Tagger``) and the training run."""
+    """The model's sizes (see ``parser.tagger.model.Tagger``)."""
 
     word_dim: int = 100
     char_dim: int = 50
@@ -58,15 +61,6 @@ class TaggerConfig:
     lstm_layers: int = 2
     dropout: float = 0.33
     word_dropout: float = 0.25
-    max_train_sentences: int | None = None  # the first n training sentences, for quick runs
-    max_epochs: int = 30
-    max_steps: int | None = None  # stop after this many optimiser steps (null: epochs only)
-    eval_every: int | None = None  # steps between dev evaluations; null: once per epoch
-    patience: int | None = 8  # dev evaluations without a gain before stopping; null: never
-    seed: int = 1
-    threads: int = 1  # torch.set_num_threads (the machine is shared)
-    checkpoint_dir: str | None = None  # null: <run dir>/checkpoints
-    log_every: int = 100  # steps between log lines
 
 
 @dataclass
@@ -74,6 +68,8 @@ class TaggerRunConfig:
     data: TagDataConfig = field(default_factory=TagDataConfig)
     tagger: TaggerConfig = field(default_factory=TaggerConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
     # {term name: options}; a `ge` term also takes top_forms, suffixes, smoothing (its
     # constraints: see parser.tagger.data.build_constraints)
     objective: dict[str, Any] = field(default_factory=dict)

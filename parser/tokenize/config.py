@@ -2,7 +2,9 @@
 
 ``configs/tokenizer/tokenizer.yaml`` starts its defaults with ``tokenizer_base_config``
 (:class:`TokenizerRunConfig`), so a misspelt key or a wrong type fails when the config is composed.
-The ``optim`` node is the parser's :class:`~parser.config.OptimConfig` (``parser.runtime.optim``).
+The ``trainer``, ``logger`` and ``optim`` nodes are the parser's (:class:`~parser.config.TrainerConfig`,
+...: one training loop, ``parser.train``), composed from the shared groups of ``configs/``
+(tokenizer.yaml adds them to Hydra's search path); ``data`` and ``model`` are the tokenizer's.
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ from pathlib import Path
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
-from parser.config import OptimConfig
+from parser.config import LoggerConfig, OptimConfig, TrainerConfig
 
-__all__ = ["TokDataConfig", "TokModelConfig", "TokTrainConfig", "TokenizerRunConfig",
+__all__ = ["TokDataConfig", "TokModelConfig", "TokenizerRunConfig",
            "register_tokenizer_configs", "tokenizer_config_dir"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -47,28 +49,16 @@ class TokModelConfig:
     dropout: float = 0.2
     window: int = 500  # prediction windows of characters ...
     context: int = 100  # ... read with this many characters either side
-
-
-@dataclass
-class TokTrainConfig:
-    max_steps: int = 1500
-    eval_every: int = 250
-    patience: int | None = 4  # evaluations without a dev gain (tokens F1 + sentences F1)
-    seed: int = 1
-    threads: int = 1
-    device: str = "cpu"
-    init: str | None = None  # start from this tokenizer checkpoint's weights (same data)
-    checkpoint_dir: str | None = None  # null: <run dir>/checkpoints
-    tensorboard: bool = True  # events in <run dir>/tensorboard
-    progress: bool = True  # a progress bar on stderr
+    init: str | None = None  # start from this tokenizer checkpoint's weights (same characters, sizes)
 
 
 @dataclass
 class TokenizerRunConfig:
     data: TokDataConfig = field(default_factory=TokDataConfig)
     model: TokModelConfig = field(default_factory=TokModelConfig)
-    train: TokTrainConfig = field(default_factory=TokTrainConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
     name: str = "tokenizer"
 
 

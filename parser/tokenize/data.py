@@ -1,5 +1,5 @@
-"""The tokenizer's training data: pieces of a treebank's paragraph texts with their character
-tags (:mod:`parser.tokenize.text`), the character vocabulary, the multiword table, and the
+"""The tokenizer's training data: the treebank file of a split, pieces of its paragraph texts
+with their character tags (:mod:`parser.tokenize.text`), the character vocabulary, and the
 token / sentence F1 used to pick the best model on dev."""
 
 from __future__ import annotations
@@ -8,15 +8,27 @@ import random
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import torch
+from omegaconf import DictConfig
 from torch import Tensor
 
+from parser.data.paths import existing_file, resolve_ud_root, treebank_file
 from parser.data.vocab import Vocab
-from parser.tokenize.segment import encode
-from parser.tokenize.text import Paragraph, paragraph_tags, spans
+from parser.tokenize.segment import TrainedTokenizer, encode, tokenize_paragraphs
+from parser.tokenize.text import Paragraph, paragraph_tags, paragraph_text, spans
 
-__all__ = ["Pieces", "build_chars", "cut_pieces", "span_scores"]
+__all__ = ["Pieces", "build_chars", "cut_pieces", "evaluate_tokenizer", "span_scores", "split_path"]
+
+
+def split_path(data: DictConfig, split: str) -> Path:
+    """``data.<split>_file`` if set, else the treebank's file of ``data.<split>_split``."""
+    explicit = data.get(f"{split}_file")
+    if explicit:
+        return existing_file(explicit, option=f"data.{split}_file")
+    return treebank_file(resolve_ud_root(data.root), data.treebank, data.get(f"{split}_split"))
 
 
 def build_chars(paragraphs: Sequence[Paragraph], *, min_freq: int) -> Vocab:
@@ -48,7 +60,8 @@ def cut_pieces(paragraphs: Sequence[Paragraph], *, segment: int) -> list[tuple[s
 
 @dataclass
 class Pieces:
-    """Encoded training pieces, drawn in shuffled batches (a new order each epoch)."""
+    """Encoded training pieces, drawn in shuffled batches (a new order each epoch); ``epoch``
+    counts the passes completed, and the position is a checkpoint's (``state_dict``)."""
 
     chars: list[list[int]]
     classes: list[list[int]]
@@ -68,10 +81,24 @@ class Pieces:
             raise ValueError("tokenizer: no training text")
         self._random = random.Random(self.seed)
         self._order: list[int] = []
-        self.epoch = 0
+        self._passes = 0  # orders drawn so far; the first is epoch 0
 
     def __len__(self) -> int:
         return (len(self.chars) + self.batch_size - 1) // self.batch_size
+
+    @property
+    def epoch(self) -> int:
+        return max(self._passes - 1, 0)
+
+    def state_dict(self) -> dict[str, Any]:
+        version, mt_state, gauss = self._random.getstate()
+        return {"random": [version, list(mt_state), gauss], "order": list(self._order),
+                "passes": self._passes}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        version, mt_state, gauss = state["random"]
+        self._random.setstate((version, tuple(mt_state), gauss))
+        self._order, self._passes = list(state["order"]), int(state["passes"])
 
     def next(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """``(chars, classes, tags [B, pos], lengths [B])`` of the next batch."""
@@ -79,7 +106,7 @@ class Pieces:
             order = list(range(len(self.chars)))
             self._random.shuffle(order)
             self._order += order
-            self.epoch += 1
+            self._passes += 1
         rows, self._order = self._order[: self.batch_size], self._order[self.batch_size :]
         longest = max(len(self.chars[r]) for r in rows)
         out = [torch.zeros(len(rows), longest, dtype=torch.long) for _ in range(3)]
@@ -94,6 +121,12 @@ def _f1(gold: set, predicted: set) -> float:
         return 1.0
     correct = len(gold & predicted)
     return 2 * correct / (len(gold) + len(predicted)) if correct else 0.0
+
+
+def evaluate_tokenizer(tokenizer: TrainedTokenizer, paragraphs: Sequence[Paragraph]) -> dict[str, float]:
+    """Tokens / sentences F1 of ``tokenizer`` on the text of gold ``paragraphs``."""
+    predicted = tokenize_paragraphs(tokenizer, [paragraph_text(p) for p in paragraphs])
+    return span_scores(paragraphs, predicted)
 
 
 def span_scores(gold: Sequence[Paragraph], predicted: Sequence[Paragraph]) -> dict[str, float]:

@@ -1,15 +1,16 @@
-"""The training loop: a composed objective over labeled and unlabeled batches.
+"""The training loop, one for every task (:mod:`parser.train.task`: the parser, the UPOS tagger,
+the tokenizer).
 
-One step: next ``(kind, batch)`` of the stream -> ``model(batch)`` -> ``objective(out, batch,
-step=step)`` -> backward -> clip -> optimiser and schedule step. A step whose loss or gradient
-norm is not finite is skipped (no update) and counted; ``trainer.max_nonfinite`` of them in a row
-stop the run. Every ``trainer.eval_every`` steps the dev set is parsed (maximum spanning trees)
-and scored; a better dev LAS (UAS without labeled training trees: nothing learns relations)
-writes ``best.pt``, and ``trainer.patience`` evaluations without gain stop training. A stream of
-batches that no objective term reads is not drawn. A periodic checkpoint follows each
-evaluation: model, optimiser, schedule, step, epoch, stream position, RNG states, early-stopping
-state, the objective's state (GE corpus expectations), resolved config and vocabularies, so that
-``trainer.resume`` continues exactly.
+One step: the task's next batch -> ``task.loss(batch, step=step)`` -> backward -> clip ->
+optimiser and schedule step. This is the only place in ``parser`` that runs ``.backward()``. A
+step whose loss or gradient norm is not finite (or whose model scores are not: the task returns
+no output) is skipped (no update) and counted; ``trainer.max_nonfinite`` of them in a row stop the
+run. Every ``trainer.eval_every`` steps the task scores the dev set; a better score writes
+``best.pt``, and ``trainer.patience`` evaluations without gain stop training. A periodic
+checkpoint ``step-N.pt`` follows each evaluation (the newest ``trainer.keep_last`` are kept): model,
+optimiser, schedule, step, batch stream position, RNG states, early-stopping state, resolved config
+and the task's own entries (its loader's: kind, sizes, vocabularies; its state: GE corpus
+expectations), so that ``trainer.resume`` continues exactly.
 """
 
 from __future__ import annotations
@@ -27,18 +28,15 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
-from parser.data.vocab import Vocabularies
-from parser.inference import log_unknown_words, parse
-from parser.models.parser_model import ParserModel, build_parser
 from parser.runtime.checkpoint import CheckpointManager, capture_rng, restore_rng
 from parser.runtime.errors import NonFiniteError
 from parser.runtime.optim import build_optimizer, build_scheduler
 from parser.train.averaging import build_average, restore_average, swapped_in
 from parser.train.distributed import init_distributed
-from parser.train.objective import build_training_objective
 from parser.train.resume import resolve_resume
+from parser.train.task import DevScore, StepLoss, Task, TaskBuilder, TaskContext
+from parser.train.tasks.parser_task import ParserTask
 from parser.train.tensorboard import RunLogger
-from parser.train.training_data import TrainingData, load_training_data
 
 __all__ = ["NonFiniteError", "TrainState", "Trainer", "all_finite"]
 
@@ -48,7 +46,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class TrainState:
     step: int = 0
-    best_score: float = -math.inf
+    best_score: float = -math.inf  # in the task's "higher is better" direction (DevScore)
     best_step: int = -1
     evals_without_gain: int = 0
     nonfinite_in_row: int = 0
@@ -63,13 +61,15 @@ def seed_everything(seed: int) -> None:
 
 
 class Trainer:
-    """Builds everything a run needs from the composed config and trains it.
+    """Builds everything a run needs from the composed config and trains ``task`` (the parser by
+    default) with it.
 
-    ``cfg``: the root config (a ``DictConfig`` over ``parser.config.Config``); ``run_dir``: the
-    directory for checkpoints, TensorBoard events, predictions and metrics.
+    ``cfg``: the root config, with the shared ``trainer``, ``logger`` and ``optim`` nodes
+    (``parser.config``) beside the task's own; ``run_dir``: the directory for checkpoints,
+    TensorBoard events and the task's final outputs.
     """
 
-    def __init__(self, cfg: DictConfig, *, run_dir: str | Path) -> None:
+    def __init__(self, cfg: DictConfig, *, run_dir: str | Path, task: TaskBuilder = ParserTask) -> None:
         self.cfg = cfg
         self.run_dir = Path(run_dir)
         trainer = cfg.trainer
@@ -83,6 +83,12 @@ class Trainer:
         seed_everything(trainer.seed)
         if trainer.max_nonfinite < 0:
             raise ValueError(f"trainer.max_nonfinite={trainer.max_nonfinite}: must be >= 0")
+        if trainer.max_steps < 1:
+            raise ValueError(f"trainer.max_steps={trainer.max_steps}: must be >= 1")
+        if trainer.eval_every < 1:
+            raise ValueError(f"trainer.eval_every={trainer.eval_every}: must be >= 1")
+        if trainer.max_minutes is not None and trainer.max_minutes < 0:
+            raise ValueError(f"trainer.max_minutes={trainer.max_minutes}: must be >= 0 (or null)")
         checkpoint_dir = Path(trainer.checkpoint_dir) if trainer.checkpoint_dir else self.run_dir / "checkpoints"
         self.checkpoints = CheckpointManager(checkpoint_dir, keep_last=trainer.keep_last)
         # (null trainer.checkpoint_dir: <run dir>/checkpoints; errors show the folder used)
@@ -93,34 +99,13 @@ class Trainer:
             lambda: resolve_resume(trainer.resume, checkpoints=self.checkpoints,
                                    config=OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
         )
-
-        vocabs = Vocabularies.from_state_dict(resumed["vocabs"]) if resumed else None
-        self.data: TrainingData = load_training_data(
-            cfg.data, seed=trainer.seed, vocabs=vocabs, num_replicas=self.dist.world_size,
-            rank=self.dist.rank, objective_terms=cfg.objective.terms,
-            projective_trees=str(cfg.model.crf) == "projective",
-        )
-        self.vocabs = self.data.vocabs
-        if self.dist.is_main:
-            for split in (self.data.dev, self.data.test):
-                if split is not None:
-                    log_unknown_words(split.sentences, self.vocabs, name=split.path)
-        self.model: ParserModel = build_parser(
-            cfg.model, self.vocabs.sizes(), upos=self.vocabs.upos, chars=self.vocabs.chars, rels=self.vocabs.rels).to(self.device)
-        objective = build_training_objective(
-            cfg.objective.terms, vocabs=self.vocabs, labeled=self.data.labeled, device=self.device
-        )
-        for kind in self.data.stream.keep_only(objective.streams(), names=objective.names):
-            log.info("no objective term reads %s batches: that stream is not drawn", kind)
-        self.objective = self.dist.objective(objective)
+        self.task: Task = task(TaskContext(cfg=cfg, dist=self.dist, resumed=resumed))
+        self.model = self.task.model
         self.optimizer = build_optimizer(self.model.parameters(), cfg.optim)
         # Averaged weights for evaluation and checkpoints (optim.average); None: the raw ones.
         self.average = build_average(self.model, kind=cfg.optim.average, decay=cfg.optim.ema_decay)
         self.scheduler = build_scheduler(self.optimizer, cfg.optim, total_steps=trainer.max_steps)
         self.state = TrainState()
-        if trainer.max_minutes is not None and trainer.max_minutes < 0:
-            raise ValueError(f"trainer.max_minutes={trainer.max_minutes}: must be >= 0 (or null)")
-        self.rel_universal = self.vocabs.rel_universal_ids()
         self.logger = RunLogger(
             self.run_dir / cfg.logger.log_dir if cfg.logger.tensorboard and self.dist.is_main else None,
             flush_secs=cfg.logger.flush_secs,
@@ -128,50 +113,30 @@ class Trainer:
         self.dist.reseed(trainer.seed)
         if resumed:
             self._restore(resumed)
-        self.forward = self.dist.wrap(self.model)  # the model itself, or its DDP replica
 
     # -- checkpoints ----------------------------------------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:
         return {
+            **self.task.state_dict(),
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
-            "stream": self.data.stream.state_dict(),
-            "objective": self._objective_state(),  # e.g. corpus-level GE expectations
+            "stream": self.task.batches.state_dict(),
             "trainer": asdict(self.state),
-            "epoch": self.data.stream.epoch,
+            "epoch": self.task.batches.epoch,
             "rng": capture_rng(),
             "config": OmegaConf.to_container(self.cfg, resolve=True, enum_to_str=True),
-            "vocabs": self.vocabs.state_dict(),
             "average": None if self.average is None else self.average.state_dict(),
         }
 
-    def _objective_state(self) -> dict[str, Any]:
-        """The objective's mutable state; {} for a plain callable (e.g. one a test wraps)."""
-        state_dict = getattr(self.objective, "state_dict", None)
-        return state_dict() if callable(state_dict) else {}
-
     def _restore(self, state: dict[str, Any]) -> None:
-        saved_model = state["config"]["model"]
-        current = OmegaConf.to_container(self.cfg.model, resolve=True, enum_to_str=True)
-        if saved_model != current:
-            raise ValueError(
-                f"trainer.resume: the checkpoint's model config {saved_model} differs from this "
-                f"run's {current}; resume with the same model options"
-            )
+        self.task.load_state_dict(state)  # first: a checkpoint of another model is refused by name
         self.model.load_state_dict(state["model"])
         restore_average(self.average, state.get("average"))  # raw weights back into the model
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
-        self.data.stream.load_state_dict(state["stream"])
-        # GE corpus expectations; a checkpoint of another objective (or an older one) leaves the
-        # missing terms' state empty: said, since the run then does not continue exactly.
-        missing, unexpected = self.objective.load_state_dict(state.get("objective", {}), strict=False)
-        if missing or unexpected:
-            log.warning("trainer.resume: objective state missing for terms %s, not used for terms "
-                        "%s (another objective than the checkpoint's?): those start afresh",
-                        missing, unexpected)
+        self.task.batches.load_state_dict(state["stream"])
         self.state = TrainState(**state["trainer"])
         ranks = state.get("rng_ranks")
         own = self.dist.enabled and ranks is not None and len(ranks) == self.dist.world_size
@@ -193,7 +158,8 @@ class Trainer:
     # -- training -------------------------------------------------------------------------------
 
     def fit(self) -> TrainState:
-        """Train until ``max_steps``, ``max_epochs`` or early stopping; returns the final state."""
+        """Train until ``max_steps``, ``max_epochs``, ``max_minutes`` or early stopping; returns
+        the final state."""
         trainer = self.cfg.trainer
         params = [p for p in self.model.parameters() if p.requires_grad]
         clip = float(self.cfg.optim.clip_norm)
@@ -201,14 +167,12 @@ class Trainer:
         self._started, self._start_step = time.monotonic(), self.state.step
         self.model.train()
         bar = tqdm(total=trainer.max_steps, initial=self.state.step, disable=not trainer.progress or not self.dist.is_main,
-                   desc="train", dynamic_ncols=True, leave=False)
+                   desc=str(self.cfg.get("name", "train")), dynamic_ncols=True, leave=False)
         try:
             while not self._should_stop():
-                kind, batch = self.data.stream.next()
-                batch = batch.to(self.device)
                 step = self.state.step
-                out = self._forward(batch, step=step)
-                result = self.objective(out, batch, step=step) if out is not None else None
+                batch_loss = self._loss(self.task.batches.next(), step=step)
+                result = batch_loss.output
                 loss = result.loss if result is not None else torch.tensor(math.nan)
                 grad_norm = None
                 if self.dist.all_finite(loss):  # every rank agrees, or DDP would wait
@@ -218,7 +182,7 @@ class Trainer:
                     )
                 if grad_norm is None or not torch.isfinite(grad_norm):
                     self.optimizer.zero_grad(set_to_none=True)
-                    self._count_nonfinite(kind, float(loss.detach()))
+                    self._count_nonfinite(batch_loss.kind, float(loss.detach()))
                 else:
                     self.optimizer.step()
                     self._check_parameters(params)
@@ -228,10 +192,10 @@ class Trainer:
                     self.optimizer.zero_grad(set_to_none=True)
                     self.state.nonfinite_in_row = 0
                 self.state.step += 1
-                window["sentences"] += batch.size
-                window["tokens"] += batch.n_tokens
+                window["sentences"] += batch_loss.sentences
+                window["tokens"] += batch_loss.tokens
                 if self.state.step % trainer.log_every == 0 and result is not None:
-                    speed = self._log_step(out, result.logs, grad_norm, window, kind)
+                    speed = self._log_step(batch_loss, grad_norm, window)
                     bar.set_postfix(loss=f"{float(loss.detach()):.4f}", sent_s=f"{speed:.0f}", refresh=False)
                 bar.update(1)
                 if self.state.step % trainer.eval_every == 0:
@@ -241,6 +205,14 @@ class Trainer:
         finally:
             bar.close()
         return self.state
+
+    def _loss(self, batch: Any, *, step: int) -> StepLoss:
+        """The task's loss; a task that must stop on non-finite scores (a distributed run cannot
+        skip a step alone) is told where the last good checkpoints are."""
+        try:
+            return self.task.loss(batch, step=step)
+        except NonFiniteError as error:
+            raise NonFiniteError(f"{error}; {self.checkpoints.describe_saved()}") from error
 
     def _should_stop(self) -> bool:
         trainer = self.cfg.trainer
@@ -254,7 +226,7 @@ class Trainer:
                 log.info("trainer.max_minutes=%s reached at step %d", trainer.max_minutes,
                          self.state.step)
                 return True
-        return trainer.max_epochs is not None and self.data.stream.epoch >= trainer.max_epochs
+        return trainer.max_epochs is not None and self.task.batches.epoch >= trainer.max_epochs
 
     def _count_nonfinite(self, kind: str, loss: float) -> None:
         self.state.nonfinite_in_row += 1
@@ -270,26 +242,6 @@ class Trainer:
                 f"{self.checkpoints.describe_saved()}"
             )
 
-    def _forward(self, batch, *, step: int):
-        """``self.forward(batch)``, or None when the scorer's output is not finite (the tree CRF
-        refuses such scores): a non-finite step, skipped and counted like a non-finite loss."""
-        try:
-            return self.forward(batch)
-        except ValueError:
-            with torch.no_grad():
-                scores = self.model.scorer(batch)
-            finite = torch.isfinite(scores.arcs).all() and (
-                scores.labels is None or torch.isfinite(scores.labels).all()
-            )
-            if finite:
-                raise
-        if self.dist.enabled:  # the other ranks wait in collectives: no way to skip together
-            raise NonFiniteError(
-                f"training stopped at step {step} on rank {self.dist.rank}: the scorer gave NaN or "
-                f"infinite scores; lower optim.lr; {self.checkpoints.describe_saved()}"
-            )
-        return None
-
     def _check_parameters(self, params: list[torch.Tensor]) -> None:
         """A finite gradient can still make an update overflow (a huge learning rate): every
         later step would be non-finite, so stop now, before a checkpoint keeps such weights."""
@@ -303,68 +255,60 @@ class Trainer:
             f"{self.checkpoints.describe_saved()}"
         )
 
-    def _log_step(self, out, logs: dict, grad_norm, window: dict, kind: str) -> float:
+    def _log_step(self, batch_loss: StepLoss, grad_norm, window: dict) -> float:
         now = time.perf_counter()
         elapsed = max(now - window["time"], 1e-9)
         # Summed and averaged over ranks (objective logs are scaled so their mean is global).
         counts = self.dist.sum_scalars({"sentences": window["sentences"], "tokens": window["tokens"]})
         speed = counts["sentences"] / elapsed
+        logs = batch_loss.output.logs
         values = {f"train/{key}": value for key, value in self.dist.mean_scalars(logs).items()}
         values["train/lr"] = self.optimizer.param_groups[0]["lr"]
         values["train/sentences_per_s"] = speed
         values["train/tokens_per_s"] = counts["tokens"] / elapsed
         if grad_norm is not None:
             values["train/grad_norm"] = float(grad_norm)
-        if self.cfg.logger.arc_entropy and self.logger.enabled:
-            values[f"train/arc_entropy_{kind}"] = arc_entropy(out)
+        if self.logger.enabled:
+            values.update(self.task.step_scalars(batch_loss))
         self.logger.scalars(values, step=self.state.step)
         window.update(time=time.perf_counter(), sentences=0, tokens=0)
         return speed
 
     # -- evaluation -----------------------------------------------------------------------------
 
-    def evaluate_and_checkpoint(self) -> dict | None:
-        """Dev scores, early-stopping bookkeeping, ``best.pt`` on a gain, a periodic checkpoint;
+    def evaluate_and_checkpoint(self) -> DevScore | None:
+        """Dev score, early-stopping bookkeeping, ``best.pt`` on a gain, a periodic checkpoint;
         with ``optim.average`` all of it on the averaged weights (the raw ones saved beside)."""
         with swapped_in(self.average):
             return self._evaluate_and_checkpoint()
 
-    def _evaluate_and_checkpoint(self) -> dict | None:
-        scores = self.dist.on_main(self.evaluate_dev)  # rank 0 parses; all ranks get the scores
-        gained = False
-        if scores is not None:
-            # LAS when relations are learned (labeled trees exist); else UAS (GE alone: LAS ~0).
-            las = scores.get("las") if self.data.labeled else None
-            score = las if las is not None else scores["uas"]
-            self.logger.scalars({f"dev/{k}": v for k, v in scores.items()
-                                 if k in ("uas", "las", "label_acc") and v is not None},
-                                step=self.state.step)
-            log.info("step %d: dev UAS %.2f LAS %s", self.state.step, scores["uas"],
-                     "n/a" if scores.get("las") is None else f"{scores['las']:.2f}")
-            if score > self.state.best_score:
-                self.state.best_score, self.state.best_step = score, self.state.step
+    def _evaluate_and_checkpoint(self) -> DevScore | None:
+        score = self.dist.on_main(self._dev_score)  # rank 0 scores; all ranks get the score
+        self.model.train()
+        gained = True  # no dev set: the latest model is the best one known
+        if score is not None:
+            self.logger.scalars({f"dev/{k}": v for k, v in score.scalars.items()}, step=self.state.step)
+            value = score.value if score.higher_is_better else -score.value
+            gained = value > self.state.best_score
+            log.info("step %d: %s%s", self.state.step, score.summary, " (best)" if gained else "")
+            if gained:
+                self.state.best_score = value
                 self.state.evals_without_gain = 0
-                gained = True
             else:
                 self.state.evals_without_gain += 1
                 patience = self.cfg.trainer.patience
                 if patience is not None and self.state.evals_without_gain >= patience:
                     self.state.stopped_early = True
-                    log.info("early stopping at step %d: no dev gain in %d evaluations (best %.2f "
-                             "at step %d)", self.state.step, patience, self.state.best_score,
-                             self.state.best_step)
-        else:
-            gained = True  # no dev set: the latest model is the best one known
+                    log.info("early stopping at step %d: no dev gain in %d evaluations (best at "
+                             "step %d)", self.state.step, patience, self.state.best_step)
+        if gained:
             self.state.best_step = self.state.step
         self.save(best=gained)
-        return scores
+        return score
 
-    def evaluate_dev(self) -> dict | None:
-        if self.data.dev is None:
-            return None
-        predictions = parse(self.model, self.data.dev.sentences, self.vocabs,
-                            tokens_per_batch=self.cfg.data.eval_tokens_per_batch, device=self.device)
-        return predictions.scores
+    def _dev_score(self) -> DevScore | None:
+        self.model.eval()
+        return self.task.dev_score()
 
 
 @torch.no_grad()
@@ -373,14 +317,3 @@ def all_finite(tensors: list[torch.Tensor]) -> bool:
     = NaN * 0 = NaN: one sum per tensor is exact, cannot overflow, and costs a third of
     ``isfinite(t).all()``, which writes a bool copy and then reduces it; checked every step.)"""
     return bool(torch.isfinite(torch.stack([t.mul(0).sum() for t in tensors])).all()) if tensors else True
-
-
-@torch.no_grad()
-def arc_entropy(out) -> float:
-    """Mean entropy of the tree distribution per word of the batch (nats)."""
-    dist = out.dist
-    lengths = dist.lengths
-    detached = type(dist)(dist.scores.detach(), lengths, single_root=dist.single_root)
-    with torch.enable_grad():  # expectations may be computed as gradients
-        entropy = detached.entropy()
-    return float(entropy.sum()) / max(int(lengths.sum()), 1)

@@ -108,7 +108,7 @@ def test_trainer_and_checkpoint_carry_the_exempt_tags(tmp_path) -> None:
                       "model.distance_prior_exempt=[PUNCT]", "model.n_buckets=4096",
                       "model.n_label_buckets=1024", "trainer.max_steps=2", "trainer.eval_every=2")  # fmt: skip
     trainer = Trainer(cfg, run_dir=tmp_path)
-    punct = trainer.vocabs.upos.index("PUNCT")
+    punct = trainer.task.vocabs.upos.index("PUNCT")
     assert punct >= 3 and trainer.model.scorer.distance_prior_exempt == (punct,)
     trainer.fit()
     model, vocabs, _ = load_parser(tmp_path / "checkpoints" / "best.pt")

@@ -6,11 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig
 
+from parser.cli.train_tagger import train
 from parser.data.batching import collate, encode_all
 from parser.data.conllu_io import Sentence
 from parser.data.vocab import Vocabularies
 from parser.structs import LinearChainCRF
+from parser.tagger.config import register_tagger_configs, tagger_config_dir
 from parser.tagger.model import TaggerOutput
 from tests.structs.brute_chain import enumerate_chain
 
@@ -63,24 +67,23 @@ def brute_unary(scores: torch.Tensor, n: int) -> torch.Tensor:
 
 TINY_TAGGER = ["tagger.word_dim=16", "tagger.char_dim=8", "tagger.char_hidden=8", "tagger.char_out=8",
                "tagger.lstm_hidden=16", "tagger.lstm_layers=1", "tagger.dropout=0.0",
-               "tagger.word_dropout=0.0", "optim.warmup_steps=0", "optim.lr=1e-2"]
+               "tagger.word_dropout=0.0", "optim.warmup_steps=0", "optim.lr=1e-2",
+               "trainer.progress=false", "logger.tensorboard=false"]
+
+
+def tagger_config(*overrides: str) -> DictConfig:
+    """``parser-train-tagger``'s config on the fixtures (``data=tiny``) with a tiny model."""
+    register_tagger_configs()
+    with initialize_config_dir(config_dir=str(tagger_config_dir()), version_base="1.3"):
+        return compose(config_name="tagger", overrides=["data=tiny", *TINY_TAGGER, *overrides])
 
 
 def train_tiny_tagger(run_dir: Path, *, epochs: int = 6) -> Path:
     """Train a tiny tagger on the fixtures (``data=tiny``) for ``epochs`` epochs through the real
     training function; its ``best.pt``. A second or so on one thread."""
-    from hydra import compose, initialize_config_dir
-
-    from parser.tagger.config import register_tagger_configs, tagger_config_dir
-    from parser.tagger.train import train
-
-    register_tagger_configs()
-    with initialize_config_dir(config_dir=str(tagger_config_dir()), version_base="1.3"):
-        cfg = compose(config_name="tagger",
-                      overrides=["data=tiny", *TINY_TAGGER, f"tagger.max_epochs={epochs}"])
     previous = torch.get_num_threads()
     try:
-        train(cfg, run_dir=run_dir)  # sets its own thread count (tagger.threads=1)
+        train(tagger_config(f"trainer.max_epochs={epochs}"), run_dir=run_dir)  # trainer.num_threads=1
     finally:
         torch.set_num_threads(previous)
     return Path(run_dir) / "checkpoints" / "best.pt"

@@ -7,13 +7,13 @@ import json
 
 import pytest
 import torch
-from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
 from parser.data.vocab import N_SPECIAL
-from parser.runtime.checkpoint import CheckpointError, save_checkpoint
-from parser.tagger.config import TagDataConfig, register_tagger_configs, tagger_config_dir
+from parser.runtime.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from parser.cli.train_tagger import train
+from parser.tagger.config import TagDataConfig
 from parser.tagger.data import load_tag_data
 from parser.tagger.model import Tagger
 from parser.tagger.objectives import TagLikelihood
@@ -24,16 +24,7 @@ from parser.tagger.predict import (
     tagger_state,
     upos_accuracy,
 )
-from parser.tagger.train import train
-
-SMALL = ["tagger.word_dim=16", "tagger.char_dim=8", "tagger.char_hidden=8", "tagger.char_out=8",
-         "tagger.lstm_hidden=16", "tagger.lstm_layers=1", "tagger.log_every=1"]
-
-
-def compose_config(overrides):
-    register_tagger_configs()
-    with initialize_config_dir(config_dir=str(tagger_config_dir()), version_base="1.3"):
-        return compose(config_name="tagger", overrides=["data=tiny", *SMALL, *overrides])
+from tests.tagger.helpers import tagger_config
 
 
 @pytest.fixture(scope="module")
@@ -93,18 +84,19 @@ def test_tag_sentences_is_aligned_with_the_words(tiny):
 
 
 def test_hydra_training_end_to_end_writes_results(tmp_path):
-    cfg = compose_config(["tagger.max_epochs=12", "optim.warmup_steps=0", "optim.lr=1e-2",
-                          "tagger.dropout=0.0", "tagger.word_dropout=0.0"])
+    cfg = tagger_config("trainer.max_epochs=12", "trainer.eval_every=10", "trainer.log_every=1")
     results = train(cfg, run_dir=tmp_path)
     written = json.loads((tmp_path / "results.json").read_text())
     assert written["dev"] == results["dev"] and written["test"]["total"] == results["dev"]["total"]
     assert results["dev"]["total"] == 88
-    best = (tmp_path / "checkpoints" / "best.pt")
-    assert best.is_file()
+    best = results["checkpoint"]
+    assert best == tmp_path / "checkpoints" / "best.pt" and best.is_file()
     tagger = load_tagger(best)
     # the training fixture is learnt well past chance (15 tags) in a dozen epochs
     assert upos_accuracy(tagger, tagger_train_sentences())["accuracy"] > 0.6
-    assert results["dev"]["accuracy"] == max(h["dev_accuracy"] for h in results["history"])
+    # best.pt holds the best dev accuracy of the evaluations (the loop's "higher is better")
+    assert results["dev"]["accuracy"] == pytest.approx(results["state"].best_score)
+    assert results["state"].best_step == load_checkpoint(best)["trainer"]["best_step"]
 
 
 def tagger_train_sentences():
@@ -114,8 +106,8 @@ def tagger_train_sentences():
 
 
 def test_semi_supervised_objective_runs(tmp_path):
-    cfg = compose_config(["objective=semisup", "data.labeled_size=8", "tagger.max_steps=6",
-                          "tagger.eval_every=3", "objective.entropy.warmup=0"])
+    cfg = tagger_config("objective=semisup", "data.labeled_size=8", "trainer.max_steps=6",
+                        "trainer.eval_every=3", "objective.entropy.warmup=0")
     results = train(cfg, run_dir=tmp_path)
     assert results["train_sentences"] == 8 and results["unlabeled_sentences"] == 24
     assert 0.0 <= results["test"]["accuracy"] <= 1.0
@@ -123,7 +115,10 @@ def test_semi_supervised_objective_runs(tmp_path):
 
 def test_config_typos_fail_at_composition():
     with pytest.raises(ConfigCompositionException):
-        compose_config(["tagger.lstm_hiden=3"])
-    cfg = compose_config([])
-    assert OmegaConf.select(cfg, "tagger.max_train_sentences") is None
+        tagger_config("tagger.lstm_hiden=3")
+    with pytest.raises(ConfigCompositionException):
+        tagger_config("tagger.max_steps=3")  # the loop's options are trainer.* for every task
+    cfg = tagger_config()
+    assert OmegaConf.select(cfg, "data.max_train_sentences") is None
+    assert cfg.trainer.max_nonfinite == 5 and cfg.logger.log_dir == "tb"
     assert cfg.data.treebank == "tiny" and "likelihood" in cfg.objective

@@ -12,7 +12,7 @@ from parser.tokenize.config import register_tokenizer_configs, tokenizer_config_
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TINY_TOKENIZER = [
     "data=tiny", "model.hidden=24", "model.char_dim=16", "model.dropout=0.0", "optim.lr=1e-2",
-    "optim.warmup_steps=0", "train.progress=false", "train.tensorboard=false",
+    "optim.warmup_steps=0", "trainer.progress=false", "logger.tensorboard=false",
 ]
 
 

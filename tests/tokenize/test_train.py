@@ -9,10 +9,11 @@ import pytest
 from hydra.errors import ConfigCompositionException
 
 from parser.cli.train_tokenizer import main as train_tokenizer_main
+from parser.cli.train_tokenizer import train
 from parser.tokenize import load_tokenizer, read_paragraphs, tokenize_paragraphs
 from parser.tokenize.segment import tag_texts
 from parser.tokenize.text import paragraph_text
-from parser.tokenize.train import evaluate_tokenizer, train
+from parser.tokenize.data import evaluate_tokenizer
 from tests.tokenize.helpers import FIXTURES, tokenizer_config
 
 TRAIN = FIXTURES / "tiny-train.conllu"
@@ -21,7 +22,7 @@ TRAIN = FIXTURES / "tiny-train.conllu"
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     run = tmp_path_factory.mktemp("tokenizer")
-    cfg = tokenizer_config("train.max_steps=70", "train.eval_every=35", "train.tensorboard=true",
+    cfg = tokenizer_config("trainer.max_steps=70", "trainer.eval_every=35", "logger.tensorboard=true",
                            f"data.dev_file={TRAIN}")
     return run, train(cfg, run_dir=run)
 
@@ -32,9 +33,9 @@ def test_it_learns_the_training_text(trained):
     assert results["dev"]["tokens_f1"] >= 98.0
     assert results["dev"]["sentences_f1"] >= 90.0
     assert json.loads((run / "results.json").read_text())["dev"] == results["dev"]
-    assert (run / "checkpoints" / "last.pt").is_file()
-    assert list((run / "tensorboard").glob("events.out.tfevents.*"))
-    assert [h["step"] for h in results["history"]] == [35, 70]
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == [
+        "best.pt", "step-00000035.pt", "step-00000070.pt"]
+    assert list((run / "tb").glob("events.out.tfevents.*"))  # TensorBoard in tb/, as every trainer's
 
 
 def test_checkpoint_round_trip_and_multiwords(trained):
@@ -77,9 +78,9 @@ def test_cli_reports_bad_input_without_a_traceback(tmp_path, capsys):
 def test_init_starts_from_a_checkpoint_and_refuses_other_sizes(trained, tmp_path):
     run, _ = trained
     best = run / "checkpoints" / "best.pt"
-    cfg = tokenizer_config("train.max_steps=1", "train.eval_every=1", f"data.dev_file={TRAIN}",
-                           f"train.init={best}", "optim.lr=1e-6")
+    cfg = tokenizer_config("trainer.max_steps=1", "trainer.eval_every=1", f"data.dev_file={TRAIN}",
+                           f"model.init={best}", "optim.lr=1e-6")
     assert train(cfg, run_dir=tmp_path / "again")["dev"]["tokens_f1"] >= 98.0  # not from scratch
-    cfg = tokenizer_config("train.max_steps=1", f"train.init={best}", "model.hidden=8")
-    with pytest.raises(ValueError, match="train.init"):
+    cfg = tokenizer_config("trainer.max_steps=1", f"model.init={best}", "model.hidden=8")
+    with pytest.raises(ValueError, match="model.init"):
         train(cfg, run_dir=tmp_path / "other")

@@ -111,8 +111,8 @@ def test_trainer_evaluates_and_saves_the_average_and_trains_the_raw_weights(tmp_
         run_dir=tmp_path / "avg",
     )
     seen = []
-    evaluate_dev = trainer.evaluate_dev
-    trainer.evaluate_dev = lambda: (seen.append(_params(trainer.model)), evaluate_dev())[1]
+    dev_score = trainer.task.dev_score
+    trainer.task.dev_score = lambda: (seen.append(_params(trainer.model)), dev_score())[1]
     trainer.fit()
     # Training itself is untouched by averaging: the raw weights equal the plain run's.
     for name, value in _params(plain.model).items():

@@ -38,8 +38,8 @@ def checkpoint(tmp_path_factory):
     cfg = tiny_config("model.projective=true", "model.attach_to_units=[PUNCT,CCONJ]",
                       "trainer.max_steps=2", "trainer.eval_every=2")
     trainer = Trainer(cfg, run_dir=run)
-    upos = trainer.vocabs.upos
-    assert trainer.model.projective and trainer.model.unit_tags == (upos.index("PUNCT"), upos.index("CCONJ"))
+    upos = trainer.task.vocabs.upos
+    assert trainer.model.decoder.projective and trainer.model.decoder.unit_tags == (upos.index("PUNCT"), upos.index("CCONJ"))
     trainer.fit()
     return run / "checkpoints" / "best.pt"
 
@@ -48,7 +48,7 @@ def test_checkpoint_keeps_the_decoder_and_overrides_change_it(checkpoint, tmp_pa
     from parser.inference import load_parser
 
     model, _, _ = load_parser(checkpoint)
-    assert model.projective and model.unit_tags
+    assert model.decoder.projective and model.decoder.unit_tags
     plain, both = tmp_path / "plain.conllu", tmp_path / "both.conllu"
     predict_file(checkpoint, FIXTURE, plain, projective=False, attach_to_units=[])
     predict_file(checkpoint, FIXTURE, both)
@@ -88,25 +88,23 @@ def test_projective_crf_trains_with_ge(tmp_path):
 
 
 def test_joint_labels_follow_re_attached_arcs():
-    from torch import nn
-
-    from parser.models.parser_model import ParserModel
+    from parser.models.decoder import Decoder
     from parser.structs import ParserOutput, TreeCRF
 
     gen = torch.Generator().manual_seed(2)
     lengths = torch.tensor([6, 4])
     scores = torch.randn(2, 7, 7, 5, generator=gen)
     upos = torch.tensor([[2, 3, 9, 3, 3, 9, 3], [2, 3, 3, 9, 3, 0, 0]])  # 9: the re-attached tag
-    model = ParserModel(nn.Identity(), labels="joint", single_root=True, projective=True, unit_tags=(9,))
+    decoder = Decoder(labels="joint", projective=True, unit_tags=(9,))
     dist = TreeCRF(scores, lengths)
-    heads, labels = model.decode(ParserOutput(dist=dist), upos=upos)
+    heads, labels = decoder.decode(ParserOutput(dist=dist), upos=upos)
     plain, _ = dist.argmax(projective=True)
     assert torch.equal(heads, attach_to_units(plain, lengths, upos == 9))
     assert not torch.equal(heads, plain)  # the rule moved some arc, so the labels had to follow
     for b, n in enumerate(lengths.tolist()):
         for d in range(1, n + 1):
             # The best relation on the arc moved to, among the real ones (ids 0..2, PAD, UNK,
-            # ROOT, are never predicted: ParserModel.relations).
+            # ROOT, are never predicted: Decoder.relations).
             assert labels[b, d] == scores[b, d, heads[b, d], 3:].argmax() + 3
     assert (labels[1, 5:] == 0).all()
 
@@ -148,7 +146,7 @@ def test_projective_crf_leaves_out_non_projective_training_trees(tmp_path, caplo
         trainer = Trainer(cfg, run_dir=tmp_path / "run")
         trainer.fit()
     assert "1 of 33 labeled training trees are not projective and are left out" in caplog.text
-    assert len(trainer.data.labeled) == 32
+    assert len(trainer.task.data.labeled) == 32
     assert "step skipped" not in caplog.text  # no infinite likelihood reached a step
 
 

@@ -15,10 +15,10 @@ def _params(model) -> dict[str, torch.Tensor]:
 
 def _training_loss(trainer: Trainer) -> float:
     """Objective over every labeled training sentence, in eval mode (no dropout)."""
-    batch = collate(encode_all(trainer.data.labeled, trainer.vocabs), labeled=True)
+    batch = collate(encode_all(trainer.task.data.labeled, trainer.task.vocabs), labeled=True)
     trainer.model.eval()
     with torch.no_grad():
-        loss = float(trainer.objective(trainer.model(batch), batch, step=0).loss)
+        loss = float(trainer.task.objective(trainer.model(batch), batch, step=0).loss)
     trainer.model.train()
     return loss
 
@@ -79,13 +79,13 @@ def test_resume_from_a_cut_file_is_refused(tmp_path):
 def test_non_finite_steps_are_skipped_then_training_stops(tmp_path, caplog):
     trainer = Trainer(tiny_config("trainer.max_steps=20", "trainer.max_nonfinite=3"), run_dir=tmp_path)
     before = _params(trainer.model)
-    objective = trainer.objective
+    objective = trainer.task.objective
 
     def poisoned(out, batch, *, step):
         result = objective(out, batch, step=step)
         return type(result)(result.loss * float("nan"), result.logs)
 
-    trainer.objective = poisoned
+    trainer.task.objective = poisoned
     with pytest.raises(NonFiniteError, match="3 steps in a row .*max_nonfinite=3"):
         trainer.fit()
     assert trainer.state.nonfinite_total == 3
@@ -96,13 +96,13 @@ def test_non_finite_steps_are_skipped_then_training_stops(tmp_path, caplog):
 
 def test_one_bad_step_is_skipped_and_training_goes_on(tmp_path):
     trainer = Trainer(tiny_config("trainer.max_steps=6", "trainer.eval_every=6"), run_dir=tmp_path)
-    objective = trainer.objective
+    objective = trainer.task.objective
 
     def once_infinite(out, batch, *, step):
         result = objective(out, batch, step=step)
         return type(result)(result.loss * (float("inf") if step == 2 else 1.0), result.logs)
 
-    trainer.objective = once_infinite
+    trainer.task.objective = once_infinite
     state = trainer.fit()
     assert state.step == 6 and state.nonfinite_total == 1 and state.nonfinite_in_row == 0
     assert trainer.scheduler.last_epoch == 5  # the schedule advances on real updates only
@@ -123,7 +123,7 @@ GE_CORPUS = ["objective=likelihood_ge", "objective.terms.ge.warmup=0",
 
 
 def _ge_cache(trainer: Trainer):
-    return next(t.objective for t in trainer.objective.terms if t.name == "ge").cache
+    return next(t.objective for t in trainer.task.objective.terms if t.name == "ge").cache
 
 
 def test_resume_with_corpus_ge_restores_the_expectation_cache(tmp_path):
@@ -174,13 +174,14 @@ def test_without_labeled_trees_the_best_checkpoint_is_chosen_on_dev_uas(tmp_path
                       "trainer.final_eval=false", "trainer.patience=null")
     trainer = Trainer(cfg, run_dir=tmp_path)
     scores = {}
-    evaluate = trainer.evaluate_dev
+    evaluate = trainer.task.dev_score
 
     def recorded():
-        scores.update(evaluate())
-        return scores
+        score = evaluate()
+        scores.update(score.scalars)
+        return score
 
-    trainer.evaluate_dev = recorded
+    trainer.task.dev_score = recorded
     state = trainer.fit()
     assert scores["uas"] != scores["las"]  # the two differ, so the test can tell them apart
     assert state.best_score == scores["uas"] and state.best_step == 2

@@ -29,7 +29,7 @@ def _fit(tmp_path, *overrides, quiet=True):
 
 
 def _ge(trainer) -> GeneralizedExpectation:
-    (ge,) = [term.objective for term in trainer.objective.terms if term.name == "ge"]
+    (ge,) = [term.objective for term in trainer.task.objective.terms if term.name == "ge"]
     return ge
 
 
@@ -38,16 +38,16 @@ def test_estimated_ge_reads_exactly_the_runs_labeled_trees(tmp_path, features):
     trainer = _fit(tmp_path, "objective=likelihood_ge_estimated", f"objective.terms.ge.features={features}",
                    "objective.terms.ge.min_count=2")
     constraints = _ge(trainer).constraints
-    labeled = trainer.data.labeled
+    labeled = trainer.task.data.labeled
     assert len(labeled) == 8
     expected = estimated_set(
-        "ud_universal", trainer.vocabs.upos.tokens, heads=[s.heads for s in labeled],
+        "ud_universal", trainer.task.vocabs.upos.tokens, heads=[s.heads for s in labeled],
         upos=[[u if u is not None else "_" for u in s.upos] for s in labeled],
         options=EstimateOptions(features=features, min_count=2),
     )
     assert constraints.names == expected.names and torch.equal(constraints.targets, expected.targets)
     assert torch.equal(constraints.column_weights, expected.column_weights)
-    written = load_constraints("ud_universal", trainer.vocabs.upos.tokens).names
+    written = load_constraints("ud_universal", trainer.task.vocabs.upos.tokens).names
     added = [c for c in constraints.constraints if c.name not in written]
     assert all(len(c.child) == len(c.parent) == 1 and c.rules is None for c in added)  # templates
     assert (len(added) == 0) == (features == "set")
@@ -148,7 +148,7 @@ def test_the_transfer_family_draws_its_trees_from_dev_and_selects_nothing(tmp_pa
     assert cfg.family == "ssl_transfer" and cfg.data.labeled_size == 100 and cfg.data.dev_split is None
     trainer = Trainer(cfg, run_dir=tmp_path)
     dev_file = ud_root / "de_gsd" / "de_gsd-ud-dev.conllu"
-    data = trainer.data
+    data = trainer.task.data
     assert data.dev is None and data.test is not None
     assert len(data.labeled) == 100 and all(s.is_annotated for s in data.labeled)
     n_dev = sum(1 for line in dev_file.open(encoding="utf-8") if line.startswith("# sent_id"))

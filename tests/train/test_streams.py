@@ -140,5 +140,5 @@ def test_trainer_with_likelihood_only_draws_no_unlabeled_batch(tmp_path, caplog)
                       "trainer.max_steps=3", "trainer.eval_every=3", "trainer.final_eval=false")
     with caplog.at_level("INFO"):
         trainer = Trainer(cfg, run_dir=tmp_path)
-    assert trainer.data.stream.unlabeled is None
+    assert trainer.task.data.stream.unlabeled is None
     assert "no objective term reads unlabeled batches" in caplog.text

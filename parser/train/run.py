@@ -1,0 +1,45 @@
+"""A whole training run of any task: the loop (:class:`parser.train.loop.Trainer`), then the
+task's final evaluation of ``best.pt`` (``trainer.final_eval``), the hyper-parameters and final
+metrics to TensorBoard, and where the run wrote its outputs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from parser.train.loop import Trainer
+from parser.train.task import TaskBuilder
+from parser.train.tasks.parser_task import ParserTask
+from parser.train.tensorboard import flatten_hparams
+
+__all__ = ["run_training"]
+
+
+def run_training(cfg: DictConfig, *, run_dir: str | Path, task: TaskBuilder = ParserTask,
+                 on_ready: Callable[[], None] = lambda: None) -> dict[str, Any]:
+    """Train ``task`` with ``cfg`` into ``run_dir``, then score the best checkpoint. Returns the
+    task's final results (for the parser ``{"dev": report, "test": report}``) with ``"state"``
+    (the loop's :class:`~parser.train.loop.TrainState`), ``"run_dir"`` and ``"checkpoint"`` (the
+    ``best.pt`` a user passes on). ``on_ready()`` is called once the trainer is built (the
+    checkpoint folder accepted, the resumed checkpoint chosen): the CLI writes the run's
+    ``.hydra`` record then."""
+    run_dir = Path(run_dir)
+    trainer = Trainer(cfg, run_dir=run_dir, task=task)
+    on_ready()
+    state = trainer.fit()
+    results: dict[str, Any] = {}
+    metrics: dict[str, float | None] = {}
+    if cfg.trainer.final_eval and trainer.dist.is_main:  # distributed: rank 0 alone
+        report = trainer.task.final_evaluation(best_path=trainer.checkpoints.best_path, run_dir=run_dir)
+        results.update(report.results)
+        metrics.update(report.metrics)
+    metrics["best_step"] = state.best_step
+    trainer.logger.hparams(
+        flatten_hparams(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)), metrics
+    )
+    trainer.logger.close()
+    trainer.dist.shutdown()
+    return {**results, "state": state, "run_dir": run_dir, "checkpoint": trainer.checkpoints.best_path}

@@ -1,0 +1,163 @@
+"""The dependency parser as a task of the training loop: labeled and unlabeled treebank batches,
+the composed objective (constraints and teacher loaded by :mod:`parser.train.objective`), dev
+LAS (UAS without labeled training trees: nothing learns relations), and the final evaluation of
+``best.pt`` on dev and test (CoNLL-U predictions and metrics in the run folder)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import OmegaConf
+
+from parser.data.vocab import Vocabularies
+from parser.inference import log_unknown_words, parse
+from parser.models.parser_model import ParserModel, build_parser
+from parser.runtime.errors import NonFiniteError
+from parser.train.final import evaluate_split, format_scores, restore_best
+from parser.train.objective import build_training_objective
+from parser.train.task import DevScore, FinalReport, StepLoss, TaskContext
+from parser.train.training_data import TrainingData, load_training_data
+
+__all__ = ["ParserTask", "arc_entropy"]
+
+log = logging.getLogger(__name__)
+
+
+class ParserTask:
+    """``cfg.data``, ``cfg.model``, ``cfg.objective`` of a ``parser-train`` config."""
+
+    def __init__(self, context: TaskContext) -> None:
+        cfg, dist = context.cfg, context.dist
+        self.cfg, self.dist, self.device = cfg, dist, context.device
+        resumed = context.resumed
+        vocabs = Vocabularies.from_state_dict(resumed["vocabs"]) if resumed else None
+        self.data: TrainingData = load_training_data(
+            cfg.data, seed=cfg.trainer.seed, vocabs=vocabs, num_replicas=dist.world_size,
+            rank=dist.rank, objective_terms=cfg.objective.terms,
+            projective_trees=str(cfg.model.crf) == "projective",
+        )
+        self.vocabs = self.data.vocabs
+        if dist.is_main:
+            for split in (self.data.dev, self.data.test):
+                if split is not None:
+                    log_unknown_words(split.sentences, self.vocabs, name=split.path)
+        self.model: ParserModel = build_parser(
+            cfg.model, self.vocabs.sizes(), upos=self.vocabs.upos, chars=self.vocabs.chars,
+            rels=self.vocabs.rels).to(self.device)
+        objective = build_training_objective(
+            cfg.objective.terms, vocabs=self.vocabs, labeled=self.data.labeled, device=self.device
+        )
+        for kind in self.data.stream.keep_only(objective.streams(), names=objective.names):
+            log.info("no objective term reads %s batches: that stream is not drawn", kind)
+        self.objective = dist.objective(objective)
+        self.batches = self.data.stream
+        self.forward = dist.wrap(self.model)  # the model itself, or its DDP replica
+
+    # -- one step -------------------------------------------------------------------------------
+
+    def loss(self, batch: Any, *, step: int) -> StepLoss:
+        kind, batch = batch
+        batch = batch.to(self.device)
+        out = self._forward(batch, step=step)
+        output = self.objective(out, batch, step=step) if out is not None else None
+        return StepLoss(output, kind=kind, sentences=batch.size, tokens=batch.n_tokens,
+                        model_output=out)
+
+    def _forward(self, batch, *, step: int):
+        """``self.forward(batch)``, or None when the scorer's output is not finite (the tree CRF
+        refuses such scores): a non-finite step, skipped and counted like a non-finite loss."""
+        try:
+            return self.forward(batch)
+        except ValueError:
+            with torch.no_grad():
+                scores = self.model.scorer(batch)
+            finite = torch.isfinite(scores.arcs).all() and (
+                scores.labels is None or torch.isfinite(scores.labels).all()
+            )
+            if finite:
+                raise
+        if self.dist.enabled:  # the other ranks wait in collectives: no way to skip together
+            raise NonFiniteError(
+                f"training stopped at step {step} on rank {self.dist.rank}: the scorer gave NaN or "
+                "infinite scores; lower optim.lr"
+            )
+        return None
+
+    def step_scalars(self, loss: StepLoss) -> dict[str, float]:
+        if not self.cfg.logger.arc_entropy or loss.model_output is None:
+            return {}
+        return {f"train/arc_entropy_{loss.kind}": arc_entropy(loss.model_output)}
+
+    # -- evaluation -----------------------------------------------------------------------------
+
+    def dev_score(self) -> DevScore | None:
+        if self.data.dev is None:
+            return None
+        scores = parse(self.model, self.data.dev.sentences, self.vocabs,
+                       tokens_per_batch=self.cfg.data.eval_tokens_per_batch, device=self.device).scores
+        # LAS when relations are learned (labeled trees exist); else UAS (GE alone: LAS ~0).
+        las = scores.get("las") if self.data.labeled else None
+        return DevScore(
+            value=las if las is not None else scores["uas"],
+            scalars={k: v for k, v in scores.items() if k in ("uas", "las", "label_acc") and v is not None},
+            summary=f"dev UAS {scores['uas']:.2f} LAS "
+                    + ("n/a" if scores.get("las") is None else f"{scores['las']:.2f}"),
+        )
+
+    def final_evaluation(self, *, best_path: Path, run_dir: Path) -> FinalReport:
+        restore_best(self.model, best_path)
+        results: dict[str, Any] = {}
+        metrics: dict[str, float | None] = {}
+        for name, treebank in (("dev", self.data.dev), ("test", self.data.test)):
+            if treebank is None:
+                continue
+            report = evaluate_split(
+                self.model, treebank, self.vocabs, name=name, out_dir=run_dir,
+                tokens_per_batch=self.cfg.data.eval_tokens_per_batch, device=self.device,
+            )
+            results[name] = report
+            print(format_scores(name, report), flush=True)
+            official = report.get("official") or {}
+            metrics[f"{name}/uas"] = official.get("UAS", report.get("uas"))
+            metrics[f"{name}/las"] = official.get("LAS", report.get("las"))
+        return FinalReport(results, metrics)
+
+    # -- checkpoints ----------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"vocabs": self.vocabs.state_dict(), "objective": self._objective_state()}
+
+    def _objective_state(self) -> dict[str, Any]:
+        """The objective's mutable state; {} for a plain callable (e.g. one a test wraps)."""
+        state_dict = getattr(self.objective, "state_dict", None)
+        return state_dict() if callable(state_dict) else {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        saved_model = state["config"]["model"]
+        current = OmegaConf.to_container(self.cfg.model, resolve=True, enum_to_str=True)
+        if saved_model != current:
+            raise ValueError(
+                f"trainer.resume: the checkpoint's model config {saved_model} differs from this "
+                f"run's {current}; resume with the same model options"
+            )
+        # GE corpus expectations; a checkpoint of another objective (or an older one) leaves the
+        # missing terms' state empty: said, since the run then does not continue exactly.
+        missing, unexpected = self.objective.load_state_dict(state.get("objective", {}), strict=False)
+        if missing or unexpected:
+            log.warning("trainer.resume: objective state missing for terms %s, not used for terms "
+                        "%s (another objective than the checkpoint's?): those start afresh",
+                        missing, unexpected)
+
+
+@torch.no_grad()
+def arc_entropy(out) -> float:
+    """Mean entropy of the tree distribution per word of the batch (nats)."""
+    dist = out.dist
+    lengths = dist.lengths
+    detached = type(dist)(dist.scores.detach(), lengths, single_root=dist.single_root)
+    with torch.enable_grad():  # expectations may be computed as gradients
+        entropy = detached.entropy()
+    return float(entropy.sum()) / max(int(lengths.sum()), 1)
