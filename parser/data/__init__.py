@@ -1,4 +1,4 @@
-"""CoNLL-U in and out, validation, vocabularies, batching and the UD data root."""
+"""CoNLL-U in and out, validation, vocabularies, batching, the UD data root and its treebanks."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from parser.data.conllu_io import (
     read_tokenized,
     write_conllu,
 )
-from parser.data.paths import KNOWN_TREEBANKS, resolve_ud_root, treebank_file
+from parser.data.paths import find_treebank, resolve_ud_root, treebank_file
+from parser.data.treebanks import TreebankInfo, read_treebank_info
 from parser.data.validate import ConlluError
 from parser.data.vocab import N_SPECIAL, PAD, ROOT, UNK, Vocab, Vocabularies
 
 __all__ = [
-    "KNOWN_TREEBANKS",
     "N_SPECIAL",
     "PAD",
     "ROOT",
@@ -28,13 +28,16 @@ __all__ = [
     "EncodedSentence",
     "Sentence",
     "Treebank",
+    "TreebankInfo",
     "Vocab",
     "Vocabularies",
     "collate",
     "encode",
     "encode_all",
+    "find_treebank",
     "format_sentence",
     "read_conllu",
+    "read_treebank_info",
     "read_tokenized",
     "resolve_ud_root",
     "treebank_file",

@@ -1,6 +1,8 @@
 """The data a run needs, from the ``data`` config group: treebank files, vocabularies, streams.
 
-Reads the training file (its first ``max_train_sentences``), splits it into labeled trees and
+Checks the treebank first, from its files (:func:`check_treebank`: no text, no training file),
+carves a dev set from the training sentences where the treebank has no dev file, reads the
+training file (its first ``max_train_sentences``), splits it into labeled trees and
 unlabeled text (``labeled_size`` / ``labeled_fraction``), adds ``unlabeled_file`` when given,
 tags the unlabeled text with ``data.tagger`` where it lacks UPOS (every word with
 ``data.retag_unlabeled``), builds the vocabularies from the training sentences (the unlabeled ones
@@ -21,8 +23,9 @@ from parser.config import DataConfig, OnInvalid
 from parser.constraints.spec import UPOS_TAGS
 from parser.data.batching import BucketBatcher, EncodedSentence
 from parser.data.conllu_io import Sentence, Treebank, read_conllu, read_tokenized
-from parser.data.paths import resolve_ud_root, treebank_file
+from parser.data.paths import SPLITS, resolve_ud_root, treebank_file
 from parser.data.streams import TrainingStream, split_labeled, strip_annotation
+from parser.data.treebanks import MIN_CARVED_DEV, TreebankInfo, carved_dev_size, read_treebank_info
 from parser.data.vocab import Vocabularies
 from parser.inference import missing_upos, tag_input
 from parser.objectives import terms_needing
@@ -33,6 +36,9 @@ from parser.tagger.predict import load_tagger
 
 __all__ = [
     "TrainingData",
+    "carve_dev",
+    "carves_dev",
+    "check_treebank",
     "eval_batcher",
     "load_training_data",
     "projective_only",
@@ -55,6 +61,48 @@ def split_path(cfg: DataConfig, split: str) -> Path | None:
     if not name:
         return None
     return treebank_file(resolve_ud_root(cfg.root), cfg.treebank, name)
+
+
+def check_treebank(cfg: DataConfig) -> TreebankInfo | None:
+    """The treebank the run reads under the data root, described from its files and checked
+    before anything is built: ValueError naming it when its FORM column holds no text (en_esl) or
+    when ``train_split=train`` and it has no training file (en_pud: test only). None when every
+    split read is a ``*_file`` path."""
+    if all(getattr(cfg, f"{s}_file") or not getattr(cfg, f"{s}_split") for s in SPLITS):
+        return None
+    root = resolve_ud_root(cfg.root)
+    info = read_treebank_info(root, cfg.treebank)
+    info.require_text()
+    if cfg.train_split == "train" and not cfg.train_file:
+        info.require_train(root=root)
+    log.info("treebank %s under %s", info.describe(), root)
+    return info
+
+
+def carves_dev(cfg: DataConfig, info: TreebankInfo | None) -> bool:
+    """Whether the dev set comes from the training sentences: ``dev_split=dev`` (the default)
+    on a treebank that distributes no dev file (kk_ktb)."""
+    return (info is not None and not cfg.dev_file and cfg.dev_split == "dev"
+            and "dev" not in info.files)
+
+
+def carve_dev(sentences: list[Sentence], *, fraction: float, name: str
+              ) -> tuple[list[Sentence], Treebank | None]:
+    """``(training sentences, dev set)`` of a treebank with no dev file: the last ``fraction``
+    of the training sentences (file order: a block of whole documents, the same for every seed)
+    are the dev set; under 20 of them, there is none (no model selection). The run log says
+    which. The dev set's ``path`` is no file: its gold file is written beside the predictions."""
+    size = carved_dev_size(len(sentences), fraction=fraction)
+    if not size:
+        log.info("%s has no dev file and %d training sentences (data.dev_fraction=%s would carve "
+                 "fewer than %d): no dev set, no model selection; the model of the last step is "
+                 "kept", name, len(sentences), fraction, MIN_CARVED_DEV)
+        return sentences, None
+    log.info("%s has no dev file: the dev set is the last %d of its %d training sentences "
+             "(data.dev_fraction=%s); training on the first %d", name, size, len(sentences),
+             fraction, len(sentences) - size)
+    path = f"{sentences[0].path} (last {size} sentences, carved as dev)"
+    return sentences[:-size], Treebank(path=path, sentences=sentences[-size:])
 
 
 def read_split(cfg: DataConfig, split: str, *, require_trees: bool = True) -> Treebank | None:
@@ -148,8 +196,13 @@ def load_training_data(
     whether a term reads the unlabeled text's UPOS: missing UPOS and no tagger is then an error.
     ``projective_trees`` (``model.crf=projective``): labeled trees that are not projective are
     left out (:func:`projective_only`)."""
+    info = check_treebank(cfg)
     train = read_split(cfg, "train")
     sentences = list(train.sentences) if train is not None else []
+    if carves_dev(cfg, info):
+        sentences, dev = carve_dev(sentences, fraction=cfg.dev_fraction, name=info.code)
+    else:
+        dev = read_split(cfg, "dev")
     if cfg.max_train_sentences is not None:
         sentences = sentences[: cfg.max_train_sentences]
     labeled_ids, unlabeled_ids = split_labeled(
@@ -192,7 +245,7 @@ def load_training_data(
     )
     return TrainingData(
         vocabs=vocabs, stream=stream, labeled=labeled, unlabeled=unlabeled,
-        dev=read_split(cfg, "dev"), test=read_split(cfg, "test"),
+        dev=dev, test=read_split(cfg, "test"),
     )
 
 
