@@ -4,6 +4,8 @@ raw text goes through it."""
 
 from __future__ import annotations
 
+import gzip
+import io
 import threading
 
 import conllu
@@ -207,6 +209,11 @@ def test_predict_refuses_untokenised_text_and_tokenises_with_a_tokenizer(parts, 
     parsed = read_conllu(out)
     assert "can't" not in [f for s in parsed for f in s.forms]  # split into words
     assert "Tuesday" in [f for s in parsed for f in s.forms]
+    # k-best trees of raw text through separate checkpoints too (refused before issue 40).
+    status = predict_main([f"checkpoint={parts['upos']}", f"tokenizer={parts['tokenizer']}",
+                           f"tagger={parts['tagger']}", f"input={raw}", f"output={out}", "kbest=2"])
+    assert status == 0, capsys.readouterr().err
+    assert len(read_conllu(out)) == 2 * len(parsed)
 
 
 def test_evaluate_scores_raw_text_with_the_official_script(pipeline_file, tmp_path, capsys):
@@ -217,3 +224,44 @@ def test_evaluate_scores_raw_text_with_the_official_script(pipeline_file, tmp_pa
         assert f"{row} " in out
     assert "Tokens 100.00" in out and "Sentences 100.00" in out
     assert (tmp_path / "tiny-train.raw.metrics.json").is_file()
+
+
+def test_predict_takes_a_pipeline_file_with_every_option_on_raw_text(pipeline_file, tmp_path,
+                                                                     capsys, monkeypatch):
+    raw = tmp_path / "raw.txt"
+    raw.write_text("The dog barked loudly. She gave him a book yesterday.\n", encoding="utf-8")
+    nlp = Pipeline.load(pipeline_file)
+    for options, kwargs, per_sentence in ((["kbest=3"], {"kbest": 3}, 3),
+                                          (["samples=2", "seed=1"], {"samples": 2, "seed": 1}, 2)):
+        for given in ([f"checkpoint={pipeline_file}"], [f"pipeline={pipeline_file}"]):
+            out = tmp_path / "out.conllu"
+            status = predict_main([*given, f"input={raw}", f"output={out}", *options])
+            assert status == 0, capsys.readouterr().err
+            written = conllu.parse(out.read_text(encoding="utf-8"))
+            assert len(written) == 2 * per_sentence
+            key = "tree_rank" if "kbest" in kwargs else "sample"
+            assert [t.metadata[key] for t in written] == [str(r) for r in range(1, per_sentence + 1)] * 2
+            # The API gives the same trees for the same text.
+            api = nlp.parse(raw.read_text(encoding="utf-8"), **kwargs)
+            assert [[(t["head"], t["deprel"]) for t in s] for s in written] == \
+                [[(t["head"], t["deprel"]) for t in s] for s in api]
+    # Raw text on standard input, CoNLL-U on standard output, with confidence.
+    capsys.readouterr()
+    monkeypatch.setattr("sys.stdin", io.StringIO(raw.read_text(encoding="utf-8")))
+    assert predict_main([f"checkpoint={pipeline_file}", "input=-", "output=-",
+                         "confidence=true"]) == 0
+    captured = capsys.readouterr()
+    [first, second] = conllu.parse(captured.out)
+    assert "tree_entropy" in first.metadata and "HeadProb" in second[0]["misc"]
+    assert "parsed 2 sentences" in captured.err
+    # A gzip-compressed raw text file.
+    packed = tmp_path / "raw.txt.gz"
+    packed.write_bytes(gzip.compress(raw.read_bytes()))
+    assert predict_main([f"pipeline={pipeline_file}", f"input={packed}",
+                         f"output={tmp_path / 'gz.conllu'}"]) == 0
+    assert len(read_conllu(tmp_path / "gz.conllu")) == 2
+    # keep_heads= has no heads to keep in raw text; a tagger= beside a pipeline is ambiguous.
+    for extra, message in ((["keep_heads=given"], "keep_heads=given"), ([f"tagger={raw}"], "tagger=")):
+        assert predict_main([f"pipeline={pipeline_file}", f"input={raw}",
+                             f"output={tmp_path / 'x.conllu'}", *extra]) == 2
+        assert message in capsys.readouterr().err

@@ -5,12 +5,20 @@ trained checkpoints.
         input=sentences.conllu output=parsed.conllu
     parser-predict checkpoint=.../best.pt tagger=outputs/tagger/en_ewt/<time>/checkpoints/best.pt \\
         input=sentences.txt output=parsed.conllu
+    parser-predict pipeline=en.pipeline input=raw.txt output=parsed.conllu kbest=3
+    zcat raw.txt.gz | parser-predict checkpoint=en.pipeline input=- output=- > parsed.conllu
 
 The input is CoNLL-U (HEAD/DEPREL may be ``_`` or filled: they are replaced) or plain text with
 one whitespace-tokenised sentence per line (``format=text``, or any file not ending in
 ``.conllu``); text that does not look tokenised (``good.``, ``can't``) is refused, naming the line.
 Raw text (paragraphs separated by blank lines) needs ``tokenizer=`` (a checkpoint of
-``parser-train-tokenizer``), which tokenises and splits it into sentences first. The output is
+``parser-train-tokenizer``), which tokenises and splits it into sentences first, or a pipeline
+file (``parser-pipeline build``: tokenizer, tagger and parser in one) given as ``pipeline=`` or as
+a ``checkpoint=`` ending in ``.pipeline``; with a pipeline, an input not ending in ``.conllu`` is
+raw text (``format=raw``; ``format=text`` reads one tokenised sentence per line). Every option
+below works on every input kind. ``input=-`` reads standard input, ``output=-`` writes standard
+output (the summary then goes to standard error); an input ending in ``.gz`` is decompressed
+(gzip) as it is read. The output is
 CoNLL-U with HEAD and DEPREL filled and every other column, comment, multiword token and empty
 node kept byte for byte, except the enhanced graph: it was built on the input's heads, so DEPS
 becomes ``_`` and empty nodes are dropped (``keep_deps=true`` keeps both). Every sentence is
@@ -52,20 +60,26 @@ command still succeeds. ``kbest`` and ``samples`` exclude each other.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import IO
 
+from parser.cli.local_files import STDIO, local_input, local_output
 from parser.cli.shell import parse_bool, run_key_value_cli
 from parser.inference import predict_file
-from parser.pipeline import parse_raw_file, refuse_untokenised
+from parser.pipeline import Pipeline, parse_raw_file, refuse_untokenised
+from parser.runtime.user_files import input_file, output_file
 
 __all__ = ["OPTIONS", "decoder_overrides", "main", "tag_list"]
 
 OPTIONS = {
-    "checkpoint": None,
-    "input": None,
-    "output": None,
-    "format": "auto",  # auto | conllu | text
+    "checkpoint": None,  # a parser checkpoint, or a pipeline file (*.pipeline)
+    "pipeline": None,  # a pipeline file (parser-pipeline build): tokenizer, tagger and parser
+    "input": None,  # a file (.gz: decompressed), or - for standard input
+    "output": None,  # a file, or - for standard output
+    "format": "auto",  # auto | conllu | text | raw (raw: with a pipeline or tokenizer=)
     "tokenizer": None,  # tokenizer checkpoint (parser-train-tokenizer): the input is raw text
     "tagger": None,  # UPOS tagger checkpoint, for input without tags (or retag=true)
     "retag": "false",  # true: replace the input's UPOS by the tagger's
@@ -86,38 +100,70 @@ OPTIONS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_key_value_cli(
-        argv, prog="parser-predict", doc=__doc__, defaults=OPTIONS,
-        required=("checkpoint", "input", "output"), command=_run,
-    )
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    data = sys.stdout  # output=-: the parse goes here, every message to standard error
+    with contextlib.redirect_stdout(sys.stderr if f"output={STDIO}" in arguments else sys.stdout):
+        return run_key_value_cli(
+            arguments, prog="parser-predict", doc=__doc__, defaults=OPTIONS,
+            required=("input", "output"), command=lambda args: _run(args, stdout=data),
+        )
 
 
-def _run(args: dict) -> str:
-    alternatives = {"kbest": _count(args["kbest"], option="kbest"),
-                    "samples": _count(args["samples"], option="samples"),
-                    "seed": _integer(args["seed"], option="seed"), "keep_heads": args["keep_heads"]}
-    if args["tokenizer"]:
-        if alternatives["kbest"] or alternatives["samples"] or args["keep_heads"] != "none":
-            raise ValueError("kbest=, samples= and keep_heads= read CoNLL-U or tokenised text: "
-                             "without tokenizer= (Pipeline.parse gives them for raw text)")
-        count = parse_raw_file(
-            args["checkpoint"], args["tokenizer"], args["input"], args["output"],
-            tagger=args["tagger"], device=args["device"],
-            tokens_per_batch=int(args["tokens_per_batch"]),
-            confidence=parse_bool(args["confidence"], option="confidence"), **decoder_overrides(args))
-        return f"parsed {count} sentences -> {args['output']}"
-    refuse_untokenised(args["input"], format=args["format"])
-    count = predict_file(
-        args["checkpoint"], args["input"], args["output"], format=args["format"],
-        device=args["device"], tokens_per_batch=int(args["tokens_per_batch"]),
-        on_invalid=args["on_invalid"], tagger=args["tagger"],
-        retag=parse_bool(args["retag"], option="retag"),
-        keep_deps=parse_bool(args["keep_deps"], option="keep_deps"),
-        chunk_size=_positive_int(args["chunk_size"], option="chunk_size"),
-        confidence=parse_bool(args["confidence"], option="confidence"),
-        **alternatives, **decoder_overrides(args),
-    )
+def _run(args: dict, *, stdout: IO[str]) -> str:
+    pipeline = args["pipeline"] or (args["checkpoint"] if str(args["checkpoint"]).endswith(
+        ".pipeline") else None)
+    if not pipeline and not args["checkpoint"]:
+        raise ValueError("give checkpoint=<parser best.pt> or pipeline=<file>")
+    if pipeline and args["tokenizer"]:
+        raise ValueError("tokenizer=: a pipeline file has its own tokenizer")
+    options = {"kbest": _count(args["kbest"], option="kbest"),
+               "samples": _count(args["samples"], option="samples"),
+               "seed": _integer(args["seed"], option="seed"),
+               "confidence": parse_bool(args["confidence"], option="confidence")}
+    with local_input(args["input"], format=args["format"]) as input_path, \
+            local_output(args["output"], stdout=stdout) as output_path:
+        if pipeline:
+            count = _parse_with_pipeline(pipeline, input_path, output_path, args, **options)
+        elif args["tokenizer"]:
+            if args["keep_heads"] != "none":
+                raise ValueError("keep_heads=given keeps the heads of a CoNLL-U input; raw text "
+                                 "(tokenizer=) has none")
+            count = parse_raw_file(
+                args["checkpoint"], args["tokenizer"], input_path, output_path,
+                tagger=args["tagger"], device=args["device"],
+                tokens_per_batch=int(args["tokens_per_batch"]), **options,
+                **decoder_overrides(args))
+        else:
+            if args["format"] == "raw":
+                raise ValueError("format=raw: raw text needs pipeline=<file> or tokenizer=<checkpoint>")
+            refuse_untokenised(input_path, format=args["format"])
+            count = predict_file(
+                args["checkpoint"], input_path, output_path, format=args["format"],
+                device=args["device"], tokens_per_batch=int(args["tokens_per_batch"]),
+                on_invalid=args["on_invalid"], tagger=args["tagger"],
+                retag=parse_bool(args["retag"], option="retag"),
+                keep_deps=parse_bool(args["keep_deps"], option="keep_deps"),
+                chunk_size=_positive_int(args["chunk_size"], option="chunk_size"),
+                keep_heads=args["keep_heads"], **options, **decoder_overrides(args))
     return f"parsed {count} sentences -> {args['output']}"
+
+
+def _parse_with_pipeline(path: str, input_path: Path, output_path: Path, args: dict, *,
+                         kbest: int, samples: int, seed: int, confidence: bool) -> int:
+    """``pipeline=``: raw text (or ``format=text`` / CoNLL-U) through the pipeline file."""
+    for option in ("tagger", "checkpoint" if args["pipeline"] else "pipeline"):
+        if args[option]:
+            raise ValueError(f"{option}=: the pipeline file {path} holds its own; drop {option}=")
+    format = args["format"]
+    if format == "auto":
+        format = "conllu" if input_path.suffix in (".conllu", ".conll") else "raw"
+    nlp = Pipeline.load(input_file(path, option="pipeline"), device=args["device"],
+                        batch_size=int(args["tokens_per_batch"]), confidence=confidence,
+                        chunk_sentences=_positive_int(args["chunk_size"], option="chunk_size"),
+                        **decoder_overrides(args))
+    output_path = output_file(output_path, option="output", inputs=(input_path, Path(path)))
+    return nlp.parse_file(input_file(input_path, option="input"), output_path, format=format,
+                          kbest=kbest, samples=samples, seed=seed, keep_heads=args["keep_heads"])
 
 
 def _positive_int(value: str, *, option: str) -> int:

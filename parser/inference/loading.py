@@ -30,6 +30,9 @@ def load_parser(
 def parser_from_state(state: dict, *, where: str) -> tuple[ParserModel, Vocabularies, dict]:
     """The parser of a checkpoint dict (its ``model``, ``vocabs`` and ``config`` entries, and the
     temperatures of a ``calibration`` entry when calibrated), in eval mode on the CPU."""
+    if state.get("kind") == "pipeline":
+        raise CheckpointError(f"{where}: a pipeline file, not a parser checkpoint (give it as "
+                              "pipeline=<file>, or Pipeline.load it)")
     for key in ("model", "vocabs", "config"):
         if key not in state:
             raise CheckpointError(f"{where}: no {key!r} entry; not a parser checkpoint")
