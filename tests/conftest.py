@@ -33,6 +33,17 @@ def ud_root() -> Path:
 
 
 @pytest.fixture(scope="session")
+def ud_release_root() -> Path:
+    """The shared UD release in the official layout (``UD_<Language>-<Name>/`` folders)."""
+    root = REPO.parent / "shared" / "data" / "ud-release"
+    if not (root / "UD_English-EWT").is_dir():
+        if os.environ.get("CI"):
+            pytest.fail(f"the UD release {root} is missing in CI")
+        pytest.skip(f"the UD release {root} is not available")
+    return root
+
+
+@pytest.fixture(scope="session")
 def fixtures() -> Path:
     return FIXTURES
 
