@@ -49,8 +49,8 @@ def training_main(argv: Sequence[str] | None, *, task: TaskBuilder, prog: str, m
     with ``<prog>: error: <message>`` on stderr and no traceback; 1 when training stopped on
     non-finite steps (see :func:`parser.cli.shell.run_hydra_cli`). The run folder is this run's
     alone while it runs: a second run into it is refused before it writes anything
-    (:mod:`parser.cli.run_folder`). ``module``: the entry point's ``__name__``, after which Hydra
-    names the job and its log file (``train.log``, ``train_tagger.log``, ...)."""
+    (:mod:`parser.cli.run_folder`). ``module``: the entry point's module, after which Hydra names the
+    job and its log file (``train.log``, ``train_tagger.log``, ...), also under ``python -m``."""
 
     def hydra_main(cfg: DictConfig, *, record: Callable[[], None]) -> None:
         check_known_keys(cfg)  # Hydra's ``+`` forces unknown keys into the typed config
@@ -72,7 +72,7 @@ def training_main(argv: Sequence[str] | None, *, task: TaskBuilder, prog: str, m
 def main(argv: Sequence[str] | None = None) -> int:
     """``parser-train``: see :func:`training_main`."""
     register_configs()
-    return training_main(argv, task=ParserTask, prog="parser-train", module=__name__,
+    return training_main(argv, task=ParserTask, prog="parser-train", module="parser.cli.train",
                          config_dir=config_dir(), config_name="config")
 
 

@@ -54,7 +54,7 @@ def test_resume_continues_exactly_like_a_straight_run(tmp_path):
     assert expected.keys() == got.keys()
     for name in expected:
         assert torch.equal(expected[name], got[name]), name
-    assert resumed.data.stream.state_dict() == straight.data.stream.state_dict()
+    assert resumed.task.data.stream.state_dict() == straight.task.data.stream.state_dict()
     assert resumed.state == straight.state
 
 

@@ -82,10 +82,10 @@ def test_annealed_entropy_and_risk_log_their_weight_and_temperature(tmp_path):
 def test_self_training_composes_with_an_unlabeled_term(tmp_path, unlabeled):
     teacher = _fit(tmp_path / "teacher", "objective=likelihood")
     checkpoint = tmp_path / "teacher" / "checkpoints" / "best.pt"
-    assert checkpoint.is_file() and teacher.data.labeled
+    assert checkpoint.is_file() and teacher.task.data.labeled
     student = _fit(tmp_path / "student", f"objective=[kl,{unlabeled}]", f"objective.terms.kl.checkpoint={checkpoint}",
                    "objective.terms.ge.min_count=2" if unlabeled != "entropy" else "trainer.log_every=10")
-    names = student.objective.names
+    names = student.task.objective.names
     assert names[:2] == ["likelihood", "kl"] and names[2] == ("entropy" if unlabeled == "entropy" else "ge")
 
 

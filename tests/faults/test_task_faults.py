@@ -1,0 +1,149 @@
+"""The tagger and the tokenizer run on the parser's loop, so they keep its guarantees: a second run
+into a folder in use is refused before it writes anything; a run killed with SIGKILL and resumed
+with ``trainer.resume=last`` ends with exactly the weights and the dev scores of an uninterrupted
+run; ``trainer.max_nonfinite`` non-finite steps in a row stop the run, with no update from them."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import torch
+
+from parser.cli.train_tagger import main as tagger_main
+from parser.cli.train_tokenizer import main as tokenizer_main
+from parser.objectives.base import Output
+from parser.runtime.checkpoint import load_checkpoint
+from parser.runtime.errors import NonFiniteError
+from parser.train.loop import Trainer
+from parser.train.tasks.tagger_task import TaggerTask
+from parser.train.tasks.tokenizer_task import TokenizerTask
+from tests.faults.helpers import REPO, assert_same_weights, snapshot
+from tests.tagger.helpers import TINY_TAGGER, tagger_config
+from tests.tokenize.helpers import TINY_TOKENIZER, tokenizer_config
+
+# 24 steps, a checkpoint every 3, dropout on: data order, RNG streams, optimiser moments and the
+# schedule must all come back for the weights to match exactly.
+OPTIONS = ["trainer.max_steps=24", "trainer.eval_every=3", "trainer.keep_last=2",
+           "trainer.patience=null", "trainer.final_eval=false", "trainer.num_threads=1"]
+
+
+@dataclass(frozen=True)
+class Kind:
+    module: str
+    main: Callable
+    task: Callable
+    compose: Callable  # the tiny data and model, and overrides
+    tiny: tuple[str, ...]  # what ``compose`` adds, for a command line
+    dropout: tuple[str, ...]
+
+
+KINDS = {
+    "tagger": Kind("parser.cli.train_tagger", tagger_main, TaggerTask, tagger_config,
+                   ("data=tiny", *TINY_TAGGER), ("tagger.dropout=0.2", "tagger.word_dropout=0.2")),
+    "tokenizer": Kind("parser.cli.train_tokenizer", tokenizer_main, TokenizerTask, tokenizer_config,
+                      tuple(TINY_TOKENIZER), ("model.dropout=0.2",)),
+}
+
+
+def _argv(kind: Kind, run_dir: Path, *extra: str) -> list[str]:
+    return [*kind.tiny, *OPTIONS, *kind.dropout, f"hydra.run.dir={run_dir}", *extra]
+
+
+def _command(kind: Kind, run_dir: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", kind.module, *_argv(kind, run_dir, *extra)]
+
+
+def _wait_for_step(process: subprocess.Popen, checkpoints: Path, step: int) -> None:
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and process.poll() is None:
+        if any(int(p.stem.split("-")[1]) >= step for p in checkpoints.glob("step-*.pt")):
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"the run ended (status {process.poll()}) or stalled before step {step}")
+
+
+def _straight(kind: Kind, run_dir: Path, *overrides: str) -> Trainer:
+    previous = torch.get_num_threads()
+    try:
+        trainer = Trainer(kind.compose(*OPTIONS, *kind.dropout, *overrides), run_dir=run_dir,
+                          task=kind.task)
+        trainer.fit()
+    finally:
+        torch.set_num_threads(previous)
+    return trainer
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_second_run_is_refused_and_the_killed_one_resumes_exactly(name, tmp_path, capsys):
+    kind = KINDS[name]
+    run_dir, checkpoints = tmp_path / "run", tmp_path / "run" / "checkpoints"
+    first = subprocess.Popen(_command(kind, run_dir), cwd=REPO, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    try:
+        _wait_for_step(first, checkpoints, 3)
+        os.kill(first.pid, signal.SIGSTOP)  # frozen mid-run, possibly mid-write
+        before = snapshot(run_dir)
+        assert kind.main(_argv(kind, run_dir)) == 2
+        err = capsys.readouterr().err
+        assert "in use by another run" in err and f"pid {first.pid}" in err
+        assert snapshot(run_dir) == before  # not a byte of the first run's folder changed
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=30)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert first.returncode == -signal.SIGKILL
+    killed_at = max(int(p.stem.split("-")[1]) for p in checkpoints.glob("step-*.pt"))
+    assert killed_at < 24
+
+    done = subprocess.run(_command(kind, run_dir, "trainer.resume=last"), cwd=REPO, check=False,
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "resumed at step" in done.stdout + done.stderr
+    # the run says where it wrote and which checkpoint to pass on
+    assert f"run folder: {run_dir}\ncheckpoint: {checkpoints / 'best.pt'}\n" in done.stdout
+    resumed = load_checkpoint(checkpoints / "step-00000024.pt")
+
+    straight = _straight(kind, tmp_path / "straight")
+    assert_same_weights(straight.model.state_dict(), resumed["model"])
+    # the same dev scores all along: the best one and where it was reached
+    assert resumed["trainer"] == dataclasses.asdict(straight.state)
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_non_finite_steps_are_skipped_then_training_stops(name, tmp_path, caplog):
+    kind = KINDS[name]
+    trainer = Trainer(kind.compose("trainer.max_steps=20", "trainer.max_nonfinite=3"),
+                      run_dir=tmp_path, task=kind.task)
+    before = {k: v.clone() for k, v in trainer.model.state_dict().items()}
+    loss = trainer.task.loss
+
+    def poisoned(batch, *, step):
+        result = loss(batch, step=step)
+        nan = Output(result.output.loss * float("nan"), result.output.logs)
+        return dataclasses.replace(result, output=nan)
+
+    trainer.task.loss = poisoned
+    with pytest.raises(NonFiniteError, match="3 steps in a row .*max_nonfinite=3"):
+        trainer.fit()
+    assert trainer.state.nonfinite_total == 3
+    assert_same_weights(before, trainer.model.state_dict())  # no update from a skipped step
+    assert caplog.text.count("step skipped") == 3
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_a_folder_holding_checkpoints_is_refused_without_resume(name, tmp_path, capsys):
+    kind = KINDS[name]
+    assert kind.main(_argv(kind, tmp_path, "trainer.max_steps=3")) == 0
+    assert kind.main(_argv(kind, tmp_path, "trainer.max_steps=3")) == 2
+    err = capsys.readouterr().err
+    assert "already holds checkpoints" in err and "trainer.resume=last" in err
