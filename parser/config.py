@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -39,10 +40,13 @@ __all__ = [
     "Pooling",
     "ScorerKind",
     "TrainerConfig",
+    "UnknownKeyError",
     "UposInput",
     "check_known_keys",
     "config_dir",
+    "dotted_keys",
     "register_configs",
+    "unknown_option",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -308,8 +312,8 @@ class Config:
     name: str = "run"  # a label for the run (hparams, metrics JSON)
 
 
-def check_known_keys(cfg: DictConfig, *, path: str = "") -> None:
-    """Raise ``ConfigCompositionException`` naming every key of ``cfg`` that its schema lacks.
+def check_known_keys(cfg: DictConfig) -> None:
+    """Raise :class:`UnknownKeyError` for the first key of ``cfg`` that its schema lacks.
 
     A typed node rejects an unknown key on a plain override (``trainer.max_step=10``), but Hydra's
     ``+``/``++`` adds it anyway (by design: they force the addition into a structured config), so
@@ -322,25 +326,69 @@ def check_known_keys(cfg: DictConfig, *, path: str = "") -> None:
     >>> check_known_keys(cfg)
     Traceback (most recent call last):
     ...
-    hydra.errors.ConfigCompositionException: unknown config key trainer.max_step (did you mean trainer.max_steps?): the schema (parser/config.py TrainerConfig) has no such field
+    parser.config.UnknownKeyError: unknown option 'trainer.max_step'; did you mean 'trainer.max_steps'?
     """
-    schema = OmegaConf.get_type(cfg)
-    fields = getattr(schema, "__dataclass_fields__", None)
+    unknown = _unknown_keys(cfg, path="")
+    if unknown:
+        raise UnknownKeyError(unknown[0], [key for key in dotted_keys(cfg) if key not in unknown])
+
+
+def _unknown_keys(cfg: DictConfig, *, path: str) -> list[str]:
+    """The dotted keys under ``cfg`` (at ``path``) that no schema field holds; a whole unknown
+    node is named by its leaves (``+trainr.max_steps=1``: ``trainr.max_steps``)."""
+    fields = getattr(OmegaConf.get_type(cfg), "__dataclass_fields__", None)
+    if fields is None:
+        return []  # an open node
+    unknown = []
     for key in cfg:
         dotted = f"{path}.{key}" if path else str(key)
+        child = cfg._get_node(key)
         if path == "" and key == "hydra":
             continue  # Hydra's own node (present in a job's config), typed by Hydra
-        if fields is not None and key not in fields:
-            close = difflib.get_close_matches(str(key), list(fields), n=1)
-            hint = f" (did you mean {path + '.' if path else ''}{close[0]}?)" if close else ""
-            raise ConfigCompositionException(
-                f"unknown config key {dotted}{hint}: the schema (parser/config.py "
-                f"{schema.__name__}) has no such field"
-            )
+        if key not in fields:
+            unknown += dotted_keys(child, path=dotted) if isinstance(child, DictConfig) else [dotted]
+        elif isinstance(child, DictConfig) and not child._is_missing() and not child._is_none():
+            unknown += _unknown_keys(child, path=dotted)
+    return unknown
+
+
+def dotted_keys(cfg: DictConfig, *, path: str = "") -> list[str]:
+    """Every leaf of ``cfg`` as a dotted key (``trainer.max_steps``), interpolations unresolved.
+
+    >>> dotted_keys(OmegaConf.create({"a": {"b": 1, "c": {}}, "d": "${a.b}"}))
+    ['a.b', 'a.c', 'd']
+    """
+    keys = []
+    for key in cfg:
+        dotted = f"{path}.{key}" if path else str(key)
         child = cfg._get_node(key)
-        if fields is not None and isinstance(child, DictConfig) and not child._is_missing() \
-                and not child._is_none():
-            check_known_keys(child, path=dotted)
+        if isinstance(child, DictConfig) and not child._is_missing() and not child._is_none() and len(child):
+            keys += dotted_keys(child, path=dotted)
+        else:
+            keys.append(dotted)
+    return keys
+
+
+def unknown_option(key: str, known: Iterable[str]) -> str:
+    """The one text of every command for an option it does not have (``parser-train`` and the
+    ``key=value`` tools alike): the likely intended option first, found by difflib among the
+    ``known`` dotted keys.
+
+    >>> unknown_option("trainer.max_step", ["trainer.max_steps", "trainer.seed"])
+    "unknown option 'trainer.max_step'; did you mean 'trainer.max_steps'?"
+    >>> unknown_option("zzz", ["checkpoint"])
+    "unknown option 'zzz'"
+    """
+    close = difflib.get_close_matches(key, list(known), n=1)
+    return f"unknown option {key!r}" + (f"; did you mean {close[0]!r}?" if close else "")
+
+
+class UnknownKeyError(ConfigCompositionException):
+    """A key that the config's schema lacks (``key``), with the config's own keys (``known``)."""
+
+    def __init__(self, key: str, known: Iterable[str]) -> None:
+        self.key, self.known = key, list(known)
+        super().__init__(unknown_option(key, self.known))
 
 
 def config_dir() -> Path:

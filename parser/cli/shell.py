@@ -1,22 +1,54 @@
-"""The shells of the command-line tools: ``key=value`` arguments for ``parser-predict`` and
-``parser-evaluate`` (the same syntax as Hydra overrides, without composing a config), and the Hydra
-entry of ``parser-train``. Both report bad input as ``<prog>: error: <message>`` on stderr with
-exit status 2 and no traceback; a bug still shows its traceback."""
+"""The shells of the command-line tools, and the one grammar of their options.
+
+Every tool reads its arguments with Hydra's override grammar
+(``hydra.core.override_parser``), so a command line means the same to each: ``key=value``; a
+value with other characters (spaces, commas, ``#``, ``~``, brackets) quoted, ``key='a b'``;
+``null`` for none; ``[a,b]`` for a list; ``+key=value`` adds a key the config lacks,
+``++key=value`` adds or changes one, ``~key`` removes one. The trainers (``parser-train``,
+``parser-train-tagger``, ``parser-train-tokenizer``: :func:`run_hydra_cli`) compose a config from
+``configs/`` with them. The other tools (``parser-predict``, ``parser-evaluate``,
+``parser-pipeline``, ``parser-calibrate``: :func:`run_key_value_cli`) have one flat, closed set of
+options (``OPTIONS`` of their module), each present with its default, so with the same grammar:
+
+- ``+key=...`` is refused, as ``parser-train +trainer.max_steps=10`` is: every option is already
+  there (``key=...`` or ``++key=...`` sets it); ``+`` or ``++`` before an unknown key is an
+  unknown option, as the trainers' schema check makes it (:func:`parser.config.check_known_keys`);
+- ``~key`` removes what was given: the option keeps its default;
+- the command receives text or None: a value as written, its quotes removed; ``null`` or nothing
+  as None; a list ``[a,b]``, or ``a,b`` (a sweep to ``parser-train -m``; these tools run once), as
+  ``"a,b"``;
+- an option given twice is refused (a trainer keeps the last).
+
+An unknown option is the same error for every tool (:func:`parser.config.unknown_option`), the
+likely intended option first, then where the options are listed; exit status 2::
+
+    parser-train: error: unknown option 'trainer.max_step'; did you mean 'trainer.max_steps'?
+    parser-predict: error: unknown option 'chekpoint'; did you mean 'checkpoint'?
+
+whether Hydra finds it (``trainer.max_step=10``), the trainers' schema check does
+(``+trainer.max_step=10``) or a key=value tool does. docs/cli.md shows the grammar with examples.
+Any bad input is reported as ``<prog>: error: <message>`` on stderr with exit status 2 and no
+traceback; a bug still shows its traceback.
+"""
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import hydra
 from hydra.core.global_hydra import GlobalHydra
-from hydra.errors import HydraException
-from omegaconf.errors import OmegaConfBaseException
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import ChoiceSweep, Override, Sweep
+from hydra.errors import ConfigCompositionException, HydraException
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 from parser.cli.run_folder import owned_run, record_later
+from parser.config import UnknownKeyError, dotted_keys, unknown_option
 
 __all__ = [
     "USER_ERRORS", "UsageError", "parse_bool", "parse_key_values", "run_hydra_cli", "run_key_value_cli",
@@ -35,25 +67,65 @@ def parse_key_values(
     argv: Sequence[str], *, defaults: Mapping[str, str | None], prog: str
 ) -> dict[str, str | None]:
     """``["checkpoint=a.pt", "input=x"]`` -> ``{"checkpoint": "a.pt", "input": "x", ...}``, every
-    key of ``defaults`` present.
+    key of ``defaults`` present; each argument read with Hydra's override grammar (see the module
+    docstring for what ``+``, ``~``, lists and ``null`` mean here).
 
-    >>> parse_key_values(["input=x.conllu"], defaults={"input": None, "device": "auto"}, prog="p")
-    {'input': 'x.conllu', 'device': 'auto'}
+    >>> parse_key_values(["input='a b.conllu'", "ud_rules=[root,punct]", "device=null"],
+    ...                  defaults={"input": None, "ud_rules": None, "device": "auto"}, prog="p")
+    {'input': 'a b.conllu', 'ud_rules': 'root,punct', 'device': None}
+    >>> parse_key_values(["inptu=x"], defaults={"input": None}, prog="p")
+    Traceback (most recent call last):
+    ...
+    parser.cli.shell.UsageError: p: unknown option 'inptu'; did you mean 'input'?
+    options: input
     """
     values = dict(defaults)
     seen: set[str] = set()
+    grammar = OverridesParser.create()
     for arg in argv:
-        key, sep, value = arg.partition("=")
-        key = key.strip().lstrip("+")
-        if not sep or not key:
+        if "=" not in arg and not arg.startswith("~"):
             raise UsageError(f"{prog}: argument {arg!r} is not key=value; options: {', '.join(defaults)}")
+        try:
+            override = grammar.parse_override(arg)
+        except HydraException as error:
+            lines = str(error).splitlines()  # "Error parsing override '...'", then the reason
+            reason = lines[1] if len(lines) > 1 else str(error)
+            raise UsageError(f"{prog}: cannot read {arg!r} ({reason}); quote a value with other "
+                             f"characters: key='...'") from None
+        key = override.get_key_element().lstrip("+~")
         if key not in defaults:
-            raise UsageError(f"{prog}: unknown option {key!r}; options: {', '.join(defaults)}")
+            raise UsageError(f"{prog}: {unknown_option(key, defaults)}\noptions: {', '.join(defaults)}")
         if key in seen:
             raise UsageError(f"{prog}: option {key!r} given twice")
         seen.add(key)
-        values[key] = None if value in ("null", "") else value
+        if override.is_add():
+            raise UsageError(f"{prog}: {arg!r}: '+' adds an option the tool lacks, and {key!r} is one "
+                             f"of its options: give {arg[1:]!r}")
+        values[key] = defaults[key] if override.is_delete() else _as_text(override, arg)
     return values
+
+
+def _as_text(override: Override, arg: str) -> str | None:
+    """The value of ``arg`` as a command reads it: text as written, quotes removed; None for
+    ``null`` or nothing; ``[a,b]`` and ``a,b`` as ``"a,b"``."""
+    value = override.value()
+    if isinstance(value, ChoiceSweep) and value.simple_form:
+        value = value.list
+    items = value if isinstance(value, list) else [value]
+    if isinstance(value, (Sweep, dict)) or any(isinstance(item, (list, dict)) for item in items):
+        raise UsageError(f"{arg}: expected a value or a list [a,b]")
+    if isinstance(value, list):
+        return ",".join(_word(item) for item in value)
+    if value is None or isinstance(value, str):
+        return value or None
+    return arg.split("=", 1)[1].strip()  # a number or a boolean, as written
+
+
+def _word(item: object) -> str:
+    """An item of a list as text (``true``/``null`` as Hydra writes them)."""
+    if isinstance(item, bool):
+        return str(item).lower()
+    return "null" if item is None else str(item)
 
 
 def parse_bool(value: str | bool | None, *, option: str) -> bool:
@@ -148,7 +220,7 @@ def run_hydra_cli(
     except (*failures, *bad_input) as error:
         if user_full_error == "1":
             raise
-        print(f"{prog}: error: {_hydra_message(error)}", file=sys.stderr, flush=True)
+        print(f"{prog}: error: {_hydra_message(error, prog=prog)}", file=sys.stderr, flush=True)
         return 2 if isinstance(error, bad_input) and not isinstance(error, failures) else 1
     finally:
         sys.argv = saved_argv
@@ -160,14 +232,36 @@ def run_hydra_cli(
     return 0
 
 
-def _hydra_message(error: BaseException) -> str:
+def _hydra_message(error: BaseException, *, prog: str) -> str:
     """The error's text, followed by the OmegaConf reason of a Hydra composition error, as Hydra
-    prints them ("Could not override 'trainer.max_stepz'" + "Key 'max_stepz' not in ...")."""
+    prints them ("Error merging override optim.name=adamm" + "Invalid value 'adamm' ..."); an
+    unknown key as every tool names one (:func:`parser.config.unknown_option`), instead of
+    Hydra's advice to add it with ``+``."""
+    unknown = _unknown_key(error)
+    if unknown is not None:
+        key, known = unknown
+        return f"{unknown_option(key, known)}\noptions: `{prog} <overrides> --cfg job` prints them"
     text = str(error).strip()
     cause = error.__cause__
     if isinstance(error, HydraException) and isinstance(cause, OmegaConfBaseException):
         text = f"{text}\n{str(cause).strip()}"
     return text
+
+
+_NOT_OVERRIDDEN = re.compile(r"Could not override '([^']+)'")
+
+
+def _unknown_key(error: BaseException) -> tuple[str, list[str]] | None:
+    """``(key, the config's dotted keys)`` when ``error`` is about a key the config lacks: one
+    forced in with ``+`` (:func:`parser.config.check_known_keys`), or one Hydra could not
+    override (its cause: OmegaConf's missing-key error, whose node leads to the config)."""
+    if isinstance(error, UnknownKeyError):
+        return error.key, error.known
+    cause, match = error.__cause__, _NOT_OVERRIDDEN.match(str(error))
+    if isinstance(error, ConfigCompositionException) and match \
+            and isinstance(cause, (ConfigKeyError, ConfigAttributeError)) and cause.parent_node is not None:
+        return match[1], dotted_keys(cause.parent_node._get_root())
+    return None
 
 
 def _strip_prog(message: str, prog: str) -> str:
