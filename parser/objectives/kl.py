@@ -45,7 +45,7 @@ class KLToTeacher:
     ``tree``: ``None`` (the whole teacher distribution), ``"mst"`` or ``"projective"``: the
     teacher's maximum spanning tree or best projective tree (Eisner) as a pseudo-gold tree, the
     loss being ``-log p_model(tree)`` (forward direction only: a point mass has no reverse KL);
-    ``"decoder"``: the tree the teacher's own decoder gives (``teacher.decode(out, upos=...)``, a
+    ``"decoder"``: the tree the teacher's own decoder gives (``teacher.decoder.decode(out, upos=...)``, a
     ``ParserModel``'s: its ``projective`` and ``attach_to_units`` settings).
     A projective pseudo-tree hands the student the teacher's decoding prior as well as its arcs."""
 
@@ -92,9 +92,9 @@ class KLToTeacher:
             teacher.scores.detach().to(model.scores.dtype), model.lengths, single_root=teacher.single_root
         )
         if self.tree == "decoder":
-            if not hasattr(self.teacher, "decode"):
-                raise ValueError("KLToTeacher: tree='decoder' needs a teacher with decode(out, upos=) (a ParserModel)")
-            heads = self.teacher.decode(teacher_out, upos=batch.upos)[0]
+            if not hasattr(self.teacher, "decoder"):
+                raise ValueError("KLToTeacher: tree='decoder' needs a teacher with a decoder (a ParserModel)")
+            heads = self.teacher.decoder.decode(teacher_out, upos=batch.upos)[0]
         elif self.tree is not None:
             best = teacher.argmax(projective=self.tree == "projective")
             heads = best[0] if isinstance(best, tuple) else best

@@ -1,11 +1,10 @@
-"""ParserModel.decode's fallback for punctuation that cannot be attached without crossing arcs:
+"""Decoder.decode's fallback for punctuation that cannot be attached without crossing arcs:
 the stuck sentences alone take the best projective tree, and every sentence's tree is the one it
 gets decoded on its own (batch-mates never change it)."""
 
 import torch
-from torch import nn
 
-from parser.models.parser_model import ParserModel
+from parser.models.decoder import Decoder
 from parser.models.ud_rules import UDRules
 from parser.structs import ParserOutput, TreeCRF, attach_punct_projectively, eisner
 from parser.structs.common import word_mask
@@ -13,9 +12,9 @@ from parser.structs.common import word_mask
 PUNCT = 9
 
 
-def _model() -> ParserModel:
+def _model() -> Decoder:
     rules = UDRules(root=None, left_to_right=(), subjects=(), objects=(), punct_tag=PUNCT)
-    return ParserModel(nn.Identity(), labels="classifier", single_root=True, ud_rules=rules)
+    return Decoder(labels="classifier", ud_rules=rules)
 
 
 def _alone(scores: torch.Tensor, n: int, punct: torch.Tensor) -> tuple[list[int], bool]:

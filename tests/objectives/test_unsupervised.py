@@ -199,7 +199,7 @@ def test_kl_to_the_teachers_best_tree():
 
 
 def test_kl_to_the_teachers_decoded_tree():
-    """tree='decoder': the pseudo-gold tree is whatever the teacher's decode(out, upos=) returns."""
+    """tree='decoder': the pseudo-gold tree is whatever the teacher's decoder.decode(out, upos=) returns."""
     from tests.structs.brute import enumerate_distribution
 
     n = 4
@@ -208,6 +208,7 @@ def test_kl_to_the_teachers_decoded_tree():
     class Teacher:
         def __init__(self):
             self.upos = None
+            self.decoder = self  # a ParserModel's decoding policy (parser.models.decoder.Decoder)
 
         def __call__(self, batch):
             return ParserOutput(TreeCRF(torch.zeros(1, n + 1, n + 1, dtype=torch.float64), batch.lengths))
