@@ -110,9 +110,12 @@ class Decay(str, Enum):
 class DataConfig:
     """Where the sentences come from and how they are batched.
 
-    ``root`` null falls back to ``$UD_ROOT``, then ``<repo>/data/ud``. A ``*_file`` path, when
-    set, replaces the ``<root>/<treebank>/<treebank>-ud-<split>.conllu`` file of that split; a
-    null split (e.g. ``train_split=null`` for a treebank with no training file) is not read.
+    ``root`` null falls back to ``$UD_ROOT``, then ``<repo>/data/ud``. ``treebank`` is a code
+    (``hu_szeged``) or an official folder name (``UD_Hungarian-Szeged``) under the root, in either
+    layout (docs/treebanks.md); what the run needs to know about it is read from its files. A
+    ``*_file`` path, when set, replaces that split's file; a null split is not read. The default
+    ``dev_split`` of a treebank with no dev file: the last ``dev_fraction`` of the training
+    sentences (none when that is under 20: no model selection, the last step's model is kept).
     """
 
     treebank: str = "en_ewt"
@@ -120,6 +123,7 @@ class DataConfig:
     train_split: str | None = "train"
     dev_split: str | None = "dev"
     test_split: str | None = "test"
+    dev_fraction: float = 0.1
     train_file: str | None = None
     dev_file: str | None = None
     test_file: str | None = None
@@ -135,11 +139,12 @@ class DataConfig:
     unlabeled_file: str | None = None  # CoNLL-U or one tokenised sentence per line
     unlabeled_ratio: float = 1.0  # unlabeled batches per labeled batch
     subset_seed: int = 0  # which sentences form the labeled subset (nested across sizes)
-    # Treebank facts, set by configs/data/<treebank>.yaml and read by the experiment families
-    # (``train_split: ${data.unlabeled_split}``): the split whose sentences, trees removed, are
-    # the unlabeled text of a run without trees (dev where no train file is distributed; test
-    # where test alone is: transductive), and the training sentence length cap of the small
-    # CPU-sized families (higher where sentences are long).
+    # Choices the files cannot make, set by configs/data/<treebank>.yaml where they differ and
+    # read by the experiment families (``train_split: ${data.unlabeled_split}``): the split whose
+    # sentences, trees removed, are the unlabeled text of a run without trees (dev or, transductive,
+    # test for a treebank without a train file: named explicitly so the results footnote it), and
+    # the training sentence length cap of the small CPU-sized families (higher where sentences
+    # are long).
     unlabeled_split: str = "train"
     short_max_length: int = 60
     # Predicted UPOS for the unlabeled text: a tagger checkpoint (parser.tagger) tags the words

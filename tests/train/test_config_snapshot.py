@@ -18,7 +18,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from parser.config import Config, config_dir, register_configs
+from parser.config import Config, DataConfig, config_dir, register_configs
 from tests.train.resolved_configs import SNAPSHOT, TREEBANKS, resolved
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,7 +44,7 @@ MIGRATION: dict[str, list[str]] = {
 # Old sweep -> new sweep (the GE sweeps were one file per family; now one over the treebanks).
 SWEEPS = {f"ge_alone{suffix}": "treebanks" for suffix in
           ("", "_clauses", "_coordination", "_harmony", "_harmony_punct", "_structural", "_tuned")}
-NEW_KEYS = ("family", "data.unlabeled_split", "data.short_max_length",  # added to the schema
+NEW_KEYS = ("family", "data.unlabeled_split", "data.short_max_length", "data.dev_fraction",  # added
             "model.encoder", "model.upos_input", "model.tag_loss_weight", "model.ud_rules")
 
 
@@ -81,7 +81,8 @@ def intended_differences(old: dict, new: dict, overrides: list[str]) -> tuple[di
     """``old`` and ``new`` without the differences that are meant, each checked here:
 
     - ``name``: was the experiment file's name, now ``<family>/<treebank>`` (every run folder says
-      both); ``family``, ``data.unlabeled_split``, ``data.short_max_length`` are new keys.
+      both); ``family``, ``data.unlabeled_split``, ``data.short_max_length``,
+      ``data.dev_fraction`` are new keys.
     - SSL sweeps, arms likelihood and risk: ``data.unlabeled_ratio`` 0 -> the family's 1.0 (a
       sweep cannot set it per arm). Training is the same: the trainer drops the unlabeled stream
       when no term reads it (``TrainingStream.keep_only``), and the vocabularies are built from
@@ -144,7 +145,8 @@ def test_every_family_composes_with_every_treebank(family, hydra_configs):
         cfg = compose("config", overrides=[f"experiment={family}", f"data={treebank}"])
         assert OmegaConf.get_type(cfg) is Config
         assert (cfg.name, cfg.data.treebank) == (f"{family}/{treebank}", treebank)
-        facts = OmegaConf.load(config_dir() / "data" / f"{treebank}.yaml")
+        # the schema's defaults where the file says nothing more (en_ewt: unlabeled_split train)
+        facts = OmegaConf.merge(OmegaConf.structured(DataConfig), OmegaConf.load(config_dir() / "data" / f"{treebank}.yaml"))
         if family.startswith("ge_alone"):  # trained on the treebank's unlabeled text, no trees
             assert cfg.data.train_split == facts.unlabeled_split
             assert cfg.data.max_length == facts.short_max_length
