@@ -73,7 +73,7 @@ def build_pipeline(*, tokenizer: str | Path | None, parser: str | Path,
             # the trainer's dev selection score (LAS unless configured otherwise)
             "parser": _summary({"best_dev_score": (parser_state.get("trainer") or {}).get(
                 "best_score"), "best_step": (parser_state.get("trainer") or {}).get("best_step")}),
-            "tagger": _summary({"dev_accuracy": (tag_state or {}).get("dev_accuracy"),
+            "tagger": _summary({"dev": (tag_state or {}).get("dev"),
                                 "step": (tag_state or {}).get("step")}),
             **({"evaluation": _summary(scores)} if scores else {}),
         },

@@ -36,7 +36,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The shell of ``parser-train`` (:func:`parser.cli.train.training_main`): the same exit
     statuses, run lock, resume and closing lines."""
     register_tagger_configs()
-    return training_main(argv, task=TaggerTask, prog="parser-train-tagger", module="parser.cli.train_tagger",
+    return training_main(argv, task=TaggerTask,
+                         prog="parser-train-tagger", module="parser.cli.train_tagger",
                          config_dir=tagger_config_dir(), config_name="tagger")
 
 

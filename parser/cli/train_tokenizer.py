@@ -36,7 +36,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The shell of ``parser-train`` (:func:`parser.cli.train.training_main`): the same exit
     statuses, run lock, resume and closing lines."""
     register_tokenizer_configs()
-    return training_main(argv, task=TokenizerTask, prog="parser-train-tokenizer", module="parser.cli.train_tokenizer",
+    return training_main(argv, task=TokenizerTask,
+                         prog="parser-train-tokenizer", module="parser.cli.train_tokenizer",
                          config_dir=tokenizer_config_dir(), config_name="tokenizer")
 
 

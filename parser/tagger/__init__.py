@@ -1,6 +1,6 @@
 """The UPOS tagger: a BiLSTM-CRF over the linear-chain CRF of ``parser.structs.chain``, its
-objectives (likelihood, entropy, GE), training (``parser-train-tagger``, :mod:`parser.tagger.train`) and use
-(``load_tagger``, ``tag_sentences``)."""
+objectives (likelihood, entropy, GE), its data and use (``load_tagger``, ``tag_sentences``). It is
+trained by ``parser-train-tagger``: the training loop with :mod:`parser.train.tasks.tagger_task`."""
 
 from __future__ import annotations
 

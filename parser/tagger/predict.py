@@ -1,6 +1,6 @@
 """Using a trained tagger: load a checkpoint, tag sentences, score UPOS accuracy.
 
-``load_tagger(path)`` reads a checkpoint written by ``parser.tagger.train`` (``best.pt``) and
+``load_tagger(path)`` reads a checkpoint written by ``parser-train-tagger`` (``best.pt``) and
 ``tag_sentences(tagger, sentences)`` returns one UPOS string per word, in input order; this is what
 the parser's prediction calls when its input lacks UPOS.
 """

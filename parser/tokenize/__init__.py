@@ -1,7 +1,8 @@
 """The tokenizer and sentence splitter: a character BiLSTM with a linear-chain CRF over per-character
 tags (:mod:`parser.tokenize.text`), a multiword-token lookup table (:mod:`parser.tokenize.multiword`),
-training (``parser-train-tokenizer``, :mod:`parser.tokenize.train`) and use (``load_tokenizer``,
-``tokenize_paragraphs``, ``iter_sentences``)."""
+training data and use (``load_tokenizer``, ``tokenize_paragraphs``, ``iter_sentences``). It is
+trained by ``parser-train-tokenizer``: the training loop with
+:mod:`parser.train.tasks.tokenizer_task`."""
 
 from __future__ import annotations
 

@@ -143,12 +143,14 @@ class Trainer:
         restore_rng(ranks[self.dist.rank] if own else state["rng"])
         log.info("resumed at step %d (epoch %d)", self.state.step, state["epoch"])
 
-    def save(self, *, best: bool = False) -> Path | None:
-        """Rank 0 writes (with every rank's RNG state when distributed); the others wait."""
+    def save(self, *, best: bool = False, dev: DevScore | None = None) -> Path | None:
+        """Rank 0 writes (with every rank's RNG state when distributed); the others wait. ``dev``:
+        the scores of the weights saved (``"dev"`` in the file, beside ``"step"``, for model cards)."""
         rng_ranks = self.dist.gather_object(capture_rng()) if self.dist.enabled else None
         path = None
         if self.dist.is_main:
-            state = self.state_dict()
+            state = {**self.state_dict(), "step": self.state.step,
+                     "dev": None if dev is None else dict(dev.scalars)}
             if rng_ranks is not None:
                 state["rng_ranks"] = rng_ranks
             path = self.checkpoints.save(state, step=self.state.step, best=best)
@@ -303,7 +305,7 @@ class Trainer:
                              "step %d)", self.state.step, patience, self.state.best_step)
         if gained:
             self.state.best_step = self.state.step
-        self.save(best=gained)
+        self.save(best=gained, dev=score)
         return score
 
     def _dev_score(self) -> DevScore | None:

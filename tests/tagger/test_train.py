@@ -10,9 +10,9 @@ import torch
 from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
+from parser.cli.train_tagger import train
 from parser.data.vocab import N_SPECIAL
 from parser.runtime.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from parser.cli.train_tagger import train
 from parser.tagger.config import TagDataConfig
 from parser.tagger.data import load_tag_data
 from parser.tagger.model import Tagger

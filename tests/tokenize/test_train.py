@@ -11,9 +11,9 @@ from hydra.errors import ConfigCompositionException
 from parser.cli.train_tokenizer import main as train_tokenizer_main
 from parser.cli.train_tokenizer import train
 from parser.tokenize import load_tokenizer, read_paragraphs, tokenize_paragraphs
+from parser.tokenize.data import evaluate_tokenizer
 from parser.tokenize.segment import tag_texts
 from parser.tokenize.text import paragraph_text
-from parser.tokenize.data import evaluate_tokenizer
 from tests.tokenize.helpers import FIXTURES, tokenizer_config
 
 TRAIN = FIXTURES / "tiny-train.conllu"
