@@ -202,7 +202,9 @@ def test_predict_errors_name_the_problem(checkpoint, tmp_path, capsys):
     assert predict_main(["checkpoint=x", "inptu=y"]) == 2
     assert "unknown option 'inptu'" in capsys.readouterr().err
     assert predict_main([f"input={tmp_path}"]) == 2
-    assert "missing checkpoint=..., output=..." in capsys.readouterr().err
+    assert "missing output=..." in capsys.readouterr().err
+    assert predict_main([f"input={tmp_path}", f"output={tmp_path / 'o'}"]) == 2
+    assert "give checkpoint=<parser best.pt> or pipeline=<file>" in capsys.readouterr().err
 
 
 def test_key_value_cli_shell(capsys):
