@@ -50,6 +50,8 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path):
                           check=False, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "resumed at step" in done.stdout + done.stderr
+    # the run says where it wrote and which checkpoint to pass on
+    assert done.stdout.endswith(f"run folder: {run_dir}\ncheckpoint: {checkpoints / 'best.pt'}\n")
     resumed = load_checkpoint(checkpoints / "step-00000015.pt")["model"]
 
     straight = Trainer(tiny_config(*OPTIONS), run_dir=tmp_path / "straight")
