@@ -1,0 +1,60 @@
+"""``parser-train-pipeline``: a treebank of a release to a raw-text pipeline file and its test
+scores in one command, going on after a kill where it stopped, refusing what the files rule out."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from parser.cli.train_pipeline import load_recipe, main, train_pipeline
+from parser.pipeline import Pipeline
+from tests.data.test_treebanks import CODE, FOLDER, lay_out
+
+RECIPE = "tests/fixtures/recipe-tiny.yaml"
+
+
+def test_a_treebank_becomes_a_scored_pipeline_and_a_rerun_reuses_it(tmp_path, fixtures, capsys):
+    root = tmp_path / "release"
+    lay_out(root, fixtures, layout="official")
+    out = tmp_path / "run"
+    assert main([f"treebank={FOLDER}", f"root={root}", f"recipe={RECIPE}", f"output={out}"]) == 0
+    shown = capsys.readouterr().out
+    result = json.loads((out / "result.json").read_text())
+    assert result["treebank"] == CODE and result["train_sentences"] > 0
+    assert set(result["raw"]) == {"Tokens", "Sentences", "Words", "UPOS", "UAS", "LAS"}
+    assert all(0 <= value <= 100 for value in result["raw"].values())
+    assert 0 <= result["gold_tokens"]["LAS"] <= result["gold_tokens"]["UAS"] <= 100
+    assert f"pipeline: {out / (CODE + '.pipeline')}" in shown
+    # the pipeline parses raw text without gold tags: the parser tags its own words
+    [sentence] = Pipeline.load(result["pipeline"]).parse("The cat sleeps .")[:1]
+    assert all(token["upos"] not in (None, "_") for token in sentence)
+    # a rerun (as after a kill once both stages finished) trains nothing again
+    stamps = {stage: (out / stage / "done.json").stat().st_mtime_ns for stage in ("tokenizer", "parser")}
+    (out / "parser" / "done.json").unlink()  # the parser stage "did not finish"
+    again = train_pipeline(treebank=CODE, root=root, recipe=RECIPE, output=out)
+    assert (out / "tokenizer" / "done.json").stat().st_mtime_ns == stamps["tokenizer"]
+    assert again["gold_tokens"] == result["gold_tokens"]  # resumed at its last step: nothing left
+
+
+@pytest.mark.parametrize(("splits", "blank", "message"), [
+    (("train", "dev", "test"), True, "no text"),
+    (("test",), False, "has no 'train' split"),
+])
+def test_what_the_files_rule_out_is_refused_before_training(tmp_path, fixtures, capsys, splits,
+                                                            blank, message):
+    lay_out(tmp_path, fixtures, layout="code", splits=splits, blank_forms=blank)
+    assert main([f"treebank={CODE}", f"root={tmp_path}", f"recipe={RECIPE}",
+                 f"output={tmp_path / 'run'}"]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "run" / "tokenizer").exists()
+
+
+def test_recipes_name_the_two_stages(tmp_path):
+    assert set(load_recipe("release_cpu")) == {"tokenizer", "parser"}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("parser: [experiment=release_cpu]\n")
+    with pytest.raises(ValueError, match="two lists of override strings"):
+        load_recipe(str(bad))
+    with pytest.raises(ValueError, match="release_cpu, release_gpu"):
+        load_recipe("no_such_recipe")
