@@ -28,7 +28,7 @@ from pathlib import Path
 from parser.cli.shell import run_key_value_cli
 from parser.cli.train_pipeline import load_recipe
 from parser.data.paths import available_treebanks, resolve_ud_root
-from parser.data.treebanks import read_treebank_info
+from parser.data.treebanks import read_treebank_info, training_refusal
 from parser.eval.release_table import release_csv, release_table
 from parser.runtime.io_atomic import atomic_write
 from parser.runtime.run_lock import RunLock
@@ -38,16 +38,6 @@ __all__ = ["OPTIONS", "main", "sweep_release"]
 
 POLL_SECONDS = 1.0
 OPTIONS = {"root": None, "output": None, "recipe": "release_cpu", "treebanks": None, "jobs": "1"}
-
-
-def _skip_reason(root: Path, code: str) -> str | None:
-    info = read_treebank_info(root, code)
-    try:
-        info.require_text()
-        info.require_train(root=root)
-    except ValueError as refusal:
-        return str(refusal)
-    return None
 
 
 def _command(code: str, *, root: Path, recipe: str, output: Path) -> list[str]:
@@ -75,7 +65,7 @@ def sweep_release(*, root: str | Path | None, output: str | Path, recipe: str = 
     with RunLock(out):
         waiting = []
         for code in codes:
-            reason = _skip_reason(root, code)
+            reason = training_refusal(read_treebank_info(root, code), root=root)
             if reason:
                 skipped[code] = reason
             elif not (out / code / "result.json").is_file():

@@ -23,6 +23,7 @@ __all__ = [
     "carved_dev_size",
     "forms_hold_text",
     "read_treebank_info",
+    "training_refusal",
 ]
 
 TEXT_PROBE_SENTENCES = 20
@@ -92,6 +93,18 @@ class TreebankInfo:
             f"data.treebank={self.code} data.unlabeled_split={self.unlabeled_split}), or on "
             f"another split's trees (data.train_split={self.unlabeled_split})"
         )
+
+
+def training_refusal(info: TreebankInfo, *, root: Path) -> str | None:
+    """Why ``info``'s treebank cannot be trained on (the message of :meth:`TreebankInfo.
+    require_text` or :meth:`~TreebankInfo.require_train`), or None: what a release sweep
+    reports for the treebanks it skips."""
+    try:
+        info.require_text()
+        info.require_train(root=root)
+    except ValueError as refusal:
+        return str(refusal)
+    return None
 
 
 def language_of(folder: Path, code: str) -> str:
