@@ -3,6 +3,7 @@ with their reason, and a second run that trains only what the first left unfinis
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from parser.cli.release import main, sweep_release
@@ -25,6 +26,7 @@ def test_a_release_is_swept_into_one_table_and_a_rerun_finishes_it(tmp_path, fix
     assert "xx_pud (" in table and "no 'train' split" in table
     assert capsys.readouterr().out.startswith("| treebank |")
     assert len((out / "release.csv").read_text().splitlines()) == 3
+    assert set(json.loads((out / "skipped.json").read_text())) == {"xx_text", "xx_pud"}
     # after a kill: one treebank unfinished; only it is trained again
     kept = (out / "xx_one" / "result.json").stat().st_mtime_ns
     (out / "xx_two" / "result.json").unlink()

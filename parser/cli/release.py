@@ -11,7 +11,7 @@ at a time, each with one torch thread. A treebank whose files rule training out 
 the reason (no text; no training file: a test-only treebank is scored with a model trained
 elsewhere, ``parser-evaluate``); one that fails is reported with its log and the others go on.
 Run again after a kill, the sweep goes on with the treebanks not finished (and each of those
-where its stages stopped). The table: ``<output>/release.md`` and ``release.csv``
+where its stages stopped). The table: ``<output>/release.md`` and ``release.csv``, the reasons in ``skipped.json``
 (:mod:`parser.eval.release_table`).
 """
 
@@ -93,6 +93,8 @@ def sweep_release(*, root: str | Path | None, output: str | Path, recipe: str = 
             handle.write(release_table(results, skipped=skipped) + "\n")
         with atomic_write(out / "release.csv") as handle:
             handle.write(release_csv(results))
+        with atomic_write(out / "skipped.json") as handle:
+            handle.write(json.dumps(skipped, indent=2) + "\n")
     return {"results": results, "skipped": skipped}
 
 
