@@ -21,7 +21,8 @@ from omegaconf import DictConfig
 from parser.objectives.base import Output
 from parser.train.distributed import DistributedContext
 
-__all__ = ["Batches", "DevScore", "FinalReport", "StepLoss", "Task", "TaskBuilder", "TaskContext"]
+__all__ = ["Batches", "DevScore", "FinalReport", "StepLoss", "Task", "TaskBuilder", "TaskContext",
+           "check_same_sizes"]
 
 
 class Batches(Protocol):
@@ -114,3 +115,11 @@ class Task(Protocol):
 
 # A task class (or any callable) built from the run's context.
 TaskBuilder = Callable[[TaskContext], Task]
+
+
+def check_same_sizes(saved: Any, current: dict[str, Any], *, model: str, options: str) -> None:
+    """Refuse to resume a checkpoint whose model sizes (``hparams``) are not this run's: its
+    weights would not fit. ``model`` names the model, ``options`` the options that set its sizes."""
+    if saved != current:
+        raise ValueError(f"trainer.resume: the checkpoint's {model} sizes {saved} differ from this "
+                         f"run's {current}; resume with the same {options} options")

@@ -3,7 +3,12 @@ a byte snapshot of a folder, a reference run's weights."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -48,3 +53,34 @@ def assert_same_weights(expected: dict[str, torch.Tensor], found: dict[str, torc
     assert expected.keys() == found.keys()
     for name, value in expected.items():
         assert torch.equal(value, found[name]), name
+
+
+def wait_for_step(process: subprocess.Popen, checkpoints: Path, step: int) -> None:
+    """Until ``checkpoints`` holds a ``step-N.pt`` with N >= ``step`` (the run still going)."""
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and process.poll() is None:
+        if any(int(p.stem.split("-")[1]) >= step for p in checkpoints.glob("step-*.pt")):
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"the run ended (status {process.poll()}) or stalled before step {step}")
+
+
+def refuse_second_run_then_kill(first: subprocess.Popen, *, run_dir: Path, step: int,
+                                second: Callable[[], int], capsys) -> None:
+    """Freeze ``first`` once it checkpointed ``step`` (possibly mid-write), check that
+    ``second()`` (a run into the same folder) is refused by name without changing a byte there,
+    then SIGKILL ``first``."""
+    try:
+        wait_for_step(first, run_dir / "checkpoints", step)
+        os.kill(first.pid, signal.SIGSTOP)
+        before = snapshot(run_dir)
+        assert second() == 2
+        err = capsys.readouterr().err
+        assert "in use by another run" in err and f"pid {first.pid}" in err
+        assert snapshot(run_dir) == before  # not a byte of the first run's folder changed
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=30)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert first.returncode == -signal.SIGKILL

@@ -3,7 +3,6 @@ before it writes anything; the killed run, resumed, ends with an uninterrupted r
 
 from __future__ import annotations
 
-import os
 import random
 import signal
 import subprocess
@@ -17,7 +16,7 @@ from parser.runtime.checkpoint import load_checkpoint
 from tests.faults.helpers import (
     REPO,
     assert_same_weights,
-    snapshot,
+    refuse_second_run_then_kill,
     straight_weights,
     train_argv,
     train_command,
@@ -29,15 +28,6 @@ def _start(run_dir: Path) -> subprocess.Popen:
                             stderr=subprocess.DEVNULL)
 
 
-def _wait_for_step(process: subprocess.Popen, checkpoints: Path, step: int) -> None:
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and process.poll() is None:
-        if any(int(p.stem.split("-")[1]) >= step for p in checkpoints.glob("step-*.pt")):
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"the run ended (status {process.poll()}) or stalled before step {step}")
-
-
 def _resume(run_dir: Path) -> str:
     done = subprocess.run(train_command(run_dir, "trainer.resume=last"), cwd=REPO, check=False,
                           capture_output=True, text=True, timeout=240)
@@ -47,22 +37,9 @@ def _resume(run_dir: Path) -> str:
 
 def test_second_run_is_refused_and_the_killed_one_resumes_exactly(tmp_path, capsys):
     run_dir = tmp_path / "run"
-    first = _start(run_dir)
-    try:
-        _wait_for_step(first, run_dir / "checkpoints", random.Random(18).choice([3, 6, 9]))
-        os.kill(first.pid, signal.SIGSTOP)  # frozen mid-run, possibly mid-write
-        before = snapshot(run_dir)
-        status = train_main(train_argv(run_dir))
-        err = capsys.readouterr().err
-        assert status == 2
-        assert "in use by another run" in err and f"pid {first.pid}" in err
-        assert snapshot(run_dir) == before  # not a byte of the first run's folder changed
-        first.send_signal(signal.SIGKILL)
-        first.wait(timeout=30)
-    finally:
-        if first.poll() is None:
-            first.kill()
-    assert first.returncode == -signal.SIGKILL
+    refuse_second_run_then_kill(_start(run_dir), run_dir=run_dir,
+                                step=random.Random(18).choice([3, 6, 9]),
+                                second=lambda: train_main(train_argv(run_dir)), capsys=capsys)
     assert (run_dir / ".lock").exists()  # left by the killed run: stale
     # a write cut by the kill leaves its temporary file (atomic_write's name)
     (run_dir / "checkpoints" / ".step-00000012.pt.k1ll3d.tmp").write_bytes(b"cut")

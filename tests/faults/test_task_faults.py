@@ -6,11 +6,8 @@ run; ``trainer.max_nonfinite`` non-finite steps in a row stop the run, with no u
 from __future__ import annotations
 
 import dataclasses
-import os
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +23,7 @@ from parser.runtime.errors import NonFiniteError
 from parser.train.loop import Trainer
 from parser.train.tasks.tagger_task import TaggerTask
 from parser.train.tasks.tokenizer_task import TokenizerTask
-from tests.faults.helpers import REPO, assert_same_weights, snapshot
+from tests.faults.helpers import REPO, assert_same_weights, refuse_second_run_then_kill
 from tests.tagger.helpers import TINY_TAGGER, tagger_config
 from tests.tokenize.helpers import TINY_TOKENIZER, tokenizer_config
 
@@ -62,15 +59,6 @@ def _command(kind: Kind, run_dir: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", kind.module, *_argv(kind, run_dir, *extra)]
 
 
-def _wait_for_step(process: subprocess.Popen, checkpoints: Path, step: int) -> None:
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and process.poll() is None:
-        if any(int(p.stem.split("-")[1]) >= step for p in checkpoints.glob("step-*.pt")):
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"the run ended (status {process.poll()}) or stalled before step {step}")
-
-
 def _straight(kind: Kind, run_dir: Path, *overrides: str) -> Trainer:
     previous = torch.get_num_threads()
     try:
@@ -88,20 +76,8 @@ def test_second_run_is_refused_and_the_killed_one_resumes_exactly(name, tmp_path
     run_dir, checkpoints = tmp_path / "run", tmp_path / "run" / "checkpoints"
     first = subprocess.Popen(_command(kind, run_dir), cwd=REPO, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
-    try:
-        _wait_for_step(first, checkpoints, 3)
-        os.kill(first.pid, signal.SIGSTOP)  # frozen mid-run, possibly mid-write
-        before = snapshot(run_dir)
-        assert kind.main(_argv(kind, run_dir)) == 2
-        err = capsys.readouterr().err
-        assert "in use by another run" in err and f"pid {first.pid}" in err
-        assert snapshot(run_dir) == before  # not a byte of the first run's folder changed
-        first.send_signal(signal.SIGKILL)
-        first.wait(timeout=30)
-    finally:
-        if first.poll() is None:
-            first.kill()
-    assert first.returncode == -signal.SIGKILL
+    refuse_second_run_then_kill(first, run_dir=run_dir, step=3, capsys=capsys,
+                                second=lambda: kind.main(_argv(kind, run_dir)))
     killed_at = max(int(p.stem.split("-")[1]) for p in checkpoints.glob("step-*.pt"))
     assert killed_at < 24
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import torch
 
 from parser.runtime.checkpoint import load_checkpoint
 from parser.train.loop import Trainer
+from tests.faults.helpers import wait_for_step
 from tests.train.helpers import QUIET, TINY_MODEL, tiny_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,13 +30,8 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path):
     checkpoints = run_dir / "checkpoints"
     process = subprocess.Popen(_command(run_dir), cwd=REPO, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 240
     try:
-        while time.monotonic() < deadline and process.poll() is None:
-            if any(int(p.stem.split("-")[1]) >= 3 for p in checkpoints.glob("step-*.pt")):
-                break
-            time.sleep(0.05)
-        assert process.poll() is None, "training ended before it could be killed"
+        wait_for_step(process, checkpoints, 3)
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=30)
     finally:

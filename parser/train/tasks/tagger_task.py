@@ -18,7 +18,7 @@ from parser.tagger.data import build_constraints, load_tag_data
 from parser.tagger.model import Tagger
 from parser.tagger.objectives import build_tag_objective
 from parser.tagger.predict import TrainedTagger, load_tagger, tagger_state, upos_accuracy
-from parser.train.task import DevScore, FinalReport, StepLoss, TaskContext
+from parser.train.task import DevScore, FinalReport, StepLoss, TaskContext, check_same_sizes
 
 __all__ = ["TaggerTask"]
 
@@ -76,10 +76,8 @@ class TaggerTask:
         return tagger_state(self.model, self.vocabs)  # the loop writes "model" itself too
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        if state.get("hparams") != dict(self.model.hparams):
-            raise ValueError(f"trainer.resume: the checkpoint's tagger sizes {state.get('hparams')} "
-                             f"differ from this run's {dict(self.model.hparams)}; resume with the "
-                             "same tagger.* options")
+        check_same_sizes(state.get("hparams"), dict(self.model.hparams), model="tagger",
+                         options="tagger.*")
 
     def final_evaluation(self, *, best_path: Path, run_dir: Path) -> FinalReport:
         trained = load_tagger(best_path, map_location=self.device)

@@ -20,7 +20,7 @@ from parser.tokenize.model import CharTagger
 from parser.tokenize.multiword import MultiwordTable
 from parser.tokenize.segment import TrainedTokenizer, load_tokenizer, tokenizer_state
 from parser.tokenize.text import read_paragraphs
-from parser.train.task import DevScore, FinalReport, StepLoss, TaskContext
+from parser.train.task import DevScore, FinalReport, StepLoss, TaskContext, check_same_sizes
 
 __all__ = ["TokenizerTask"]
 
@@ -84,10 +84,8 @@ class TokenizerTask:
         return tokenizer_state(self.tokenizer)  # the loop writes "model" itself too
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        if state.get("hparams") != dict(self.model.hparams):
-            raise ValueError(f"trainer.resume: the checkpoint's tokenizer sizes {state.get('hparams')} "
-                             f"differ from this run's {dict(self.model.hparams)}; resume with the "
-                             "same model.* options")
+        check_same_sizes(state.get("hparams"), dict(self.model.hparams), model="tokenizer",
+                         options="model.*")
 
     def final_evaluation(self, *, best_path: Path, run_dir: Path) -> FinalReport:
         results: dict[str, Any] = {"treebank": self.cfg.data.treebank, "checkpoint": str(best_path)}
