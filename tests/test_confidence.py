@@ -17,8 +17,8 @@ from parser.data.conllu_io import format_sentence, read_conllu
 from parser.eval.validate import validate_conllu
 from parser.inference import load_parser
 from parser.inference.confidence import batch_confidence
-from parser.models.edge_scores import EdgeScores, to_output
 from parser.models.decoder import N_SPECIAL_RELS
+from parser.models.edge_scores import EdgeScores, to_output
 from parser.train.loop import Trainer
 from tests.structs.brute import all_trees
 from tests.train.helpers import tiny_config

@@ -23,7 +23,18 @@ from parser.inference.parse import (
 from parser.inference.predict import predict_file
 
 __all__ = [
-    "Annotated", "Annotator", "Predictions", "load_decoder", "load_parser", "log_unknown_words",
-    "missing_upos", "parse", "prediction_blocks", "predict_file", "reads_upos", "tag_input",
-    "unknown_words", "write_predictions",
+    "Annotated",
+    "Annotator",
+    "Predictions",
+    "load_decoder",
+    "load_parser",
+    "log_unknown_words",
+    "missing_upos",
+    "parse",
+    "predict_file",
+    "prediction_blocks",
+    "reads_upos",
+    "tag_input",
+    "unknown_words",
+    "write_predictions",
 ]

@@ -25,8 +25,8 @@ from parser.data.batch import Batch
 from parser.data.vocab import ROOT, UNK, Vocab
 from parser.models.build import build_scorer, scorer_options
 from parser.models.char_encoder import CharLSTM
-from parser.models.edge_scores import CRF_KINDS, EdgeScores, to_output
 from parser.models.decoder import Decoder
+from parser.models.edge_scores import CRF_KINDS, EdgeScores, to_output
 from parser.models.ud_rules import UDRules, parse_rules
 from parser.structs import ParserOutput
 
@@ -104,6 +104,11 @@ class ParserModel(nn.Module):
         edge_scores = self.scorer(batch)
         if not self.training:
             edge_scores = self.decoder.scores(edge_scores)
+        return self.output(edge_scores, batch)
+
+    def output(self, edge_scores: EdgeScores, batch: Batch) -> ParserOutput:
+        """The tree distribution of ``edge_scores``, with the tag head's tags and loss when it
+        has one: what ``forward`` returns, and what a DDP replica's scores become."""
         out = to_output(edge_scores, batch.lengths, labels=self.labels, single_root=self.single_root,
                         crf=self.crf)
         if edge_scores.tags is None:

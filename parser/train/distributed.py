@@ -38,7 +38,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
-from parser.models import EdgeScores, to_output
+from parser.models import EdgeScores
 from parser.objectives.base import Output, ParserOutput
 from parser.objectives.weighted import WeightedSum
 from parser.runtime.device import resolve_device
@@ -231,16 +231,17 @@ def _local_device(name: str, local_rank: int) -> torch.device:
 
 
 class _EdgeScoreTensors(nn.Module):
-    """The parser's scorer with plain tensors out, so that DDP sees every output: arcs and
-    labels feed its unused-parameter detection (the label scorer is idle on unlabeled steps)."""
+    """The parser's scorer with plain tensors out, so that DDP sees every output: arcs, labels
+    and tags feed its unused-parameter detection (the label scorer and the tag head are idle on
+    unlabeled steps)."""
 
     def __init__(self, model: nn.Module) -> None:
         super().__init__()
         self.model = model
 
-    def forward(self, batch) -> tuple[Tensor, Tensor | None]:
+    def forward(self, batch) -> tuple[Tensor, Tensor | None, Tensor | None]:
         scores = self.model.scorer(batch)
-        return scores.arcs, scores.labels
+        return scores.arcs, scores.labels, scores.tags
 
 
 class DistributedParser:
@@ -258,9 +259,8 @@ class DistributedParser:
         )
 
     def __call__(self, batch) -> ParserOutput:
-        arcs, labels = self.ddp(batch)
-        return to_output(EdgeScores(arcs, labels), batch.lengths, labels=self.model.labels,
-                         single_root=self.model.single_root, crf=self.model.crf)
+        arcs, labels, tags = self.ddp(batch)
+        return self.model.output(EdgeScores(arcs, labels, tags), batch)  # tags: the tag loss too
 
 
 class DistributedObjective:
