@@ -31,9 +31,12 @@ from omegaconf import DictConfig, OmegaConf
 from parser.cli import calibrate as calibrate_cli
 from parser.cli import evaluate as evaluate_cli
 from parser.cli import predict as predict_cli
+from parser.cli import release as release_cli
+from parser.cli import train_pipeline as train_pipeline_cli
 from parser.cli.shell import UsageError, parse_key_values
 from parser.config import check_known_keys, config_dir, register_configs
 from parser.tagger.config import register_tagger_configs, tagger_config_dir
+from parser.tokenize.config import register_tokenizer_configs, tokenizer_config_dir
 from tests.train.resolved_configs import _expand
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,13 +49,16 @@ DOCS = sorted(
 HISTORICAL = {"docs/config_migration.md"}
 
 TRAIN, TAGGER, EVALUATE, PREDICT, STALE = "parser-train", "parser-train-tagger", "parser-evaluate", "parser-predict", "stale"
-CALIBRATE = "parser-calibrate"
+CALIBRATE, TOKENIZER = "parser-calibrate", "parser-train-tokenizer"
+TRAIN_PIPELINE, RELEASE = "parser-train-pipeline", "parser-release"
 _MODULES = {"parser.cli.train": TRAIN, "parser.cli.train_tagger": TAGGER,
             "parser.cli.evaluate": EVALUATE, "parser.cli.predict": PREDICT,
-            "parser.cli.calibrate": CALIBRATE}
+            "parser.cli.calibrate": CALIBRATE, "parser.cli.train_tokenizer": TOKENIZER,
+            "parser.cli.train_pipeline": TRAIN_PIPELINE, "parser.cli.release": RELEASE}
 _OLD_MODULES = ("parser.train", "parser.tagger.train", "parser.evaluate", "parser.predict")
 _TOOL = re.compile(
-    r"(?<![\w.-])(?:(?P<script>parser-train-tagger|parser-train|parser-evaluate|parser-predict|parser-calibrate)"
+    r"(?<![\w.-])(?:(?P<script>parser-train-tagger|parser-train-tokenizer|parser-train-pipeline|parser-train"
+    r"|parser-evaluate|parser-predict|parser-calibrate|parser-release)"
     r"|-m\s+(?P<module>parser(?:\.\w+)+))(?![\w-])"
 )
 _OVERRIDE = re.compile(r"^(?P<key>[+~]{0,2}[A-Za-z_][\w.@/-]*)=(?P<value>.*)$")
@@ -182,7 +188,9 @@ class Composer:
 def composers():
     register_configs()
     register_tagger_configs()
-    yield {TRAIN: Composer(config_dir(), "config"), TAGGER: Composer(tagger_config_dir(), "tagger")}
+    register_tokenizer_configs()
+    yield {TRAIN: Composer(config_dir(), "config"), TAGGER: Composer(tagger_config_dir(), "tagger"),
+           TOKENIZER: Composer(tokenizer_config_dir(), "tokenizer")}
     GlobalHydra.instance().clear()
 
 
@@ -190,10 +198,11 @@ def _ids(commands: Sequence[Command]) -> list[str]:
     return [f"{c.where} {c.tool} {' '.join(c.words)}"[:120] for c in commands]
 
 
-HYDRA_COMMANDS = [c for c in COMMANDS if c.tool in (TRAIN, TAGGER)]
-KEY_VALUE_COMMANDS = [c for c in COMMANDS if c.tool in (EVALUATE, PREDICT, CALIBRATE)]
+HYDRA_COMMANDS = [c for c in COMMANDS if c.tool in (TRAIN, TAGGER, TOKENIZER)]
 _KEY_VALUE_OPTIONS = {EVALUATE: evaluate_cli.OPTIONS, PREDICT: predict_cli.OPTIONS,
-                      CALIBRATE: calibrate_cli.OPTIONS}
+                      CALIBRATE: calibrate_cli.OPTIONS, TRAIN_PIPELINE: train_pipeline_cli.OPTIONS,
+                      RELEASE: release_cli.OPTIONS}
+KEY_VALUE_COMMANDS = [c for c in COMMANDS if c.tool in _KEY_VALUE_OPTIONS]
 
 
 def test_the_documents_show_commands_of_every_tool():
