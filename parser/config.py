@@ -291,6 +291,9 @@ class TrainerConfig:
     progress: bool = True  # tqdm progress bar
     final_eval: bool = True  # evaluate best checkpoint on dev/test, write predictions + JSON
     deterministic: bool = False  # torch.use_deterministic_algorithms
+    # signals that stop training at the next step with a checkpoint and exit status 75
+    # (parser.train.preemption); [] : their usual effect
+    preempt_signals: list[str] = field(default_factory=lambda: ["SIGTERM", "SIGUSR1"])
     # auto: DDP when launched by torchrun with several processes; on: require it; off: one process
     distributed: Distributed = Distributed.auto
 

@@ -193,9 +193,10 @@ def run_hydra_cli(
 ) -> int:
     """Run ``task(cfg)`` under ``hydra.main`` with ``argv`` (default ``sys.argv[1:]``) and return
     the exit status: 0; 2 on bad input (a config that does not compose: unknown key, group option
-    or value; or ``USER_ERRORS`` from the task); 1 on one of ``failures`` (a run that stopped,
-    e.g. on non-finite steps). Either prints ``<prog>: error: <message>`` on stderr, without a
-    traceback; other exceptions propagate. ``HYDRA_FULL_ERROR=1`` re-raises every error.
+    or value; a run folder where Hydra cannot write its log file; or ``USER_ERRORS`` from the
+    task); for one of ``failures`` (a run that stopped, e.g. on non-finite steps), its
+    ``status`` attribute (1 without one). Either prints ``<prog>: error: <message>`` on stderr,
+    without a traceback; other exceptions propagate. ``HYDRA_FULL_ERROR=1`` re-raises every error.
 
     Hydra prints its own errors and exits 1; here it is told to re-raise (``HYDRA_FULL_ERROR``,
     restored afterwards), and the global Hydra state is cleared so the call can be repeated in
@@ -221,7 +222,7 @@ def run_hydra_cli(
         if user_full_error == "1":
             raise
         print(f"{prog}: error: {_hydra_message(error, prog=prog)}", file=sys.stderr, flush=True)
-        return 2 if isinstance(error, bad_input) and not isinstance(error, failures) else 1
+        return getattr(error, "status", 1) if isinstance(error, failures) else 2
     finally:
         sys.argv = saved_argv
         if user_full_error is None:
@@ -241,6 +242,9 @@ def _hydra_message(error: BaseException, *, prog: str) -> str:
     if unknown is not None:
         key, known = unknown
         return f"{unknown_option(key, known)}\noptions: `{prog} <overrides> --cfg job` prints them"
+    unwritable = _unwritable_log_file(error)
+    if unwritable is not None:
+        return unwritable
     text = str(error).strip()
     cause = error.__cause__
     if isinstance(error, HydraException) and isinstance(cause, OmegaConfBaseException):
@@ -262,6 +266,21 @@ def _unknown_key(error: BaseException) -> tuple[str, list[str]] | None:
             and isinstance(cause, (ConfigKeyError, ConfigAttributeError)) and cause.parent_node is not None:
         return match[1], dotted_keys(cause.parent_node._get_root())
     return None
+
+
+def _unwritable_log_file(error: BaseException) -> str | None:
+    """Hydra opens the job's log file in the run folder before the task starts; in a folder it
+    cannot write to (read-only, another user's), logging's ``Unable to configure handler
+    'file'`` becomes a message naming the folder."""
+    cause = error.__cause__
+    if not (isinstance(error, ValueError) and str(error).startswith("Unable to configure handler")
+            and isinstance(cause, OSError) and cause.filename):
+        return None
+    log_file = Path(cause.filename)
+    return (f"the run folder {log_file.parent} is not writable: its log file {log_file.name} "
+            f"cannot be created ({cause.strerror}); make the folder writable, or run into "
+            "another one (hydra.run.dir=<folder>; to continue a run from its checkpoint there: "
+            f"trainer.resume={log_file.parent}/checkpoints)")
 
 
 def _strip_prog(message: str, prog: str) -> str:

@@ -7,6 +7,12 @@ Hydra override, e.g. ``parser-train experiment=quickstart trainer.max_steps=100`
 the Hydra run directory: ``checkpoints/`` (``best.pt``, the last ``step-N.pt``), ``tb/``
 (TensorBoard), ``{dev,test}.pred.conllu`` and their ``.metrics.json``. A run ends by printing
 the folder it wrote and the checkpoint to pass on.
+
+Exit status: 0 done; 2 bad input (the message says which option or file); 1 a run that stopped
+(non-finite steps, a checkpoint that could not be written: the message names the file and the
+last good checkpoint); 75 (EX_TEMPFAIL) a run stopped by a preemption signal
+(``trainer.preempt_signals``, default SIGTERM and SIGUSR1) after saving a checkpoint: the same
+command plus ``trainer.resume=last`` continues it, as an uninterrupted run would have gone on.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from omegaconf import DictConfig
 
 from parser.cli.shell import USER_ERRORS, run_hydra_cli
 from parser.config import check_known_keys, config_dir, register_configs
-from parser.runtime.errors import NonFiniteError
+from parser.runtime.errors import RunStopped
 from parser.runtime.user_files import output_dir
 from parser.train.run import run_training
 from parser.train.task import TaskBuilder
@@ -46,8 +52,10 @@ def training_main(argv: Sequence[str] | None, *, task: TaskBuilder, prog: str, m
     """The console script of a trainer: Hydra parses ``argv`` (default ``sys.argv[1:]``:
     overrides, ``--multirun``, ``--cfg job``). Returns the exit status: 0; 2 on bad input (a
     config that does not compose, a missing, misplaced or malformed file, an unknown treebank),
-    with ``<prog>: error: <message>`` on stderr and no traceback; 1 when training stopped on
-    non-finite steps (see :func:`parser.cli.shell.run_hydra_cli`). The run folder is this run's
+    with ``<prog>: error: <message>`` on stderr and no traceback; 1 when training stopped (on
+    non-finite steps, or a checkpoint it could not write); 75 when a preemption signal stopped it
+    with a checkpoint to resume from (see the module docstring and
+    :func:`parser.cli.shell.run_hydra_cli`). The run folder is this run's
     alone while it runs: a second run into it is refused before it writes anything
     (:mod:`parser.cli.run_folder`). ``module``: the entry point's module, after which Hydra names the
     job and its log file (``train.log``, ``train_tagger.log``, ...), also under ``python -m``."""
@@ -57,7 +65,7 @@ def training_main(argv: Sequence[str] | None, *, task: TaskBuilder, prog: str, m
         run_dir = Path(HydraConfig.get().runtime.output_dir)
         try:
             results = run_training(cfg, run_dir=run_dir, task=task, on_ready=record)
-        except (NonFiniteError, *USER_ERRORS) as error:
+        except (RunStopped, *USER_ERRORS) as error:
             log.error("%s", error)  # into the run's log file too
             raise
         if int(os.environ.get("RANK", "0")) == 0:
@@ -65,7 +73,7 @@ def training_main(argv: Sequence[str] | None, *, task: TaskBuilder, prog: str, m
 
     hydra_main.__module__ = module
     return run_hydra_cli(hydra_main, argv, prog=prog, config_dir=config_dir,
-                         config_name=config_name, failures=(NonFiniteError,), own_run_dir=True,
+                         config_name=config_name, failures=(RunStopped,), own_run_dir=True,
                          folders=_checkpoint_folder, record_in_task=True)
 
 

@@ -1,34 +1,52 @@
-"""Checkpoints on disk: atomic writes, a digest checked on load, the last k kept, RNG state.
+"""The checkpoint set of a run: ``step-N.pt`` files, ``best.pt``, and ``manifest.json`` naming them.
 
-A checkpoint is a plain dict saved with ``torch.save`` and read back with ``weights_only=True``
-(only tensors and Python containers/scalars inside: the trainer converts everything else). The
-file is one header line, ``parser-checkpoint 2 sha256=<hex>``, then the ``torch.save`` bytes:
-a flipped byte fails the digest and the file is refused by name (torch's zip reader does not
-check its CRCs, so such a file would load, and parse wrongly or with NaN scores). Files of format
-1 (no header) still load, unchecked. Writes go through
-:func:`parser.runtime.io_atomic.atomic_write` (temporary file, fsync, rename), so a crash (kill
--9 included) leaves either the old file or the new one, never half of one; the temporary file
-such a crash leaves is removed by the next run's :meth:`CheckpointManager.prepare`.
+A save at step N writes ``step-N.pt`` (atomically, :mod:`parser.runtime.checkpoint_file`); on a dev
+gain ``best.pt`` becomes another name of it (a hard link, a copy where the file system has none);
+then ``manifest.json`` is replaced atomically, naming the set: the last checkpoint and the best
+one, each with its step and sha256; only then are old step files pruned (the newest
+``keep_last`` are kept, and the best one's, from which ``best.pt`` can be put back). A crash at
+any point of a save (kill -9, power cut) therefore leaves the manifest of the old set or of the
+new set, and every file it names. The next run reads the manifest: ``trainer.resume=last`` takes
+its last checkpoint, ``best.pt`` is put back to its best one if the crash came between the two,
+and step files written after it are not part of any set (removed). A save that fails (a full disk)
+is undone the same way and raised as :class:`~parser.runtime.errors.CheckpointWriteError`, naming
+the file and the last good checkpoint. Folders of runs written before the manifest existed still
+resume, from their newest readable ``step-N.pt``, as they did.
+
+Manifest (format 1)::
+
+    {"format": 1, "last": {"file": "step-00000006.pt", "step": 6, "sha256": "..."},
+     "best": {"file": "best.pt", "step": 3, "sha256": "...", "source": "step-00000003.pt"}}
 """
 
 from __future__ import annotations
 
-import hashlib
-import io
+import json
 import logging
 import os
-import random
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
-from parser.runtime.io_atomic import atomic_write
+from parser.runtime.checkpoint_file import (
+    CheckpointError,
+    capture_rng,
+    file_digest,
+    load_checkpoint,
+    restore_rng,
+    save_checkpoint,
+)
+from parser.runtime.errors import CheckpointWriteError
+from parser.runtime.io_atomic import atomic_link, atomic_write
 from parser.runtime.user_files import output_dir
 
 __all__ = [
+    "MANIFEST",
     "CheckpointError",
     "CheckpointManager",
     "capture_rng",
@@ -39,101 +57,67 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-FORMAT = 2
-_MAGIC = b"parser-checkpoint 2 sha256="
-_HEADER = len(_MAGIC) + 64 + 1  # magic, hex digest, newline
+MANIFEST = "manifest.json"
 _STEP_FILE = re.compile(r"^step-(\d+)\.pt$")
-_TEMP_FILE = re.compile(r"^\.(step-\d+|best)\.pt\..*\.tmp$")  # atomic_write's, of a killed write
+# atomic_write's and atomic_link's temporary files, of a write cut by a kill
+_TEMP_FILE = re.compile(r"^\.(step-\d+\.pt|best\.pt|manifest\.json)\..*\.tmp$")
 
 
-class CheckpointError(ValueError):
-    """A checkpoint file that cannot be used (truncated, corrupt, wrong format)."""
+@dataclass(frozen=True)
+class _Entry:
+    """A checkpoint of the set: its step file (``best.pt`` is another name of the best one's)."""
 
+    file: str
+    step: int
+    sha256: str | None  # None: a file of format 1 (no header)
 
-def save_checkpoint(state: dict[str, Any], path: str | os.PathLike) -> Path:
-    """Write ``state`` to ``path`` atomically (temp file + fsync + rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    buffer = io.BytesIO()
-    torch.save({"format": FORMAT, **state}, buffer)
-    payload = buffer.getbuffer()
-    with atomic_write(path, binary=True) as handle:
-        handle.write(_MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n")
-        handle.write(payload)
-    return path
-
-
-def load_checkpoint(path: str | os.PathLike, *, map_location: str | torch.device = "cpu") -> dict:
-    """Read a checkpoint; :class:`CheckpointError` naming the file if it is unreadable."""
-    path = Path(path).expanduser()
-    if path.is_dir():
-        raise CheckpointError(
-            f"checkpoint {path}: is a directory, not a checkpoint file (e.g. {path / 'best.pt'})"
-        )
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint {path}: no such file")
-    data = path.read_bytes()
-    source: Path | io.BytesIO = path
-    if data.startswith(_MAGIC):
-        expected = data[len(_MAGIC) : _HEADER - 1].decode("ascii", "replace")
-        found = hashlib.sha256(memoryview(data)[_HEADER:]).hexdigest()
-        if found != expected:
-            raise CheckpointError(
-                f"checkpoint {path} ({len(data)} bytes) is truncated or corrupt (its content does not "
-                "match the sha256 digest written with it) and was refused"
-            )
-        source = io.BytesIO(memoryview(data)[_HEADER:])
-    del data
-    try:
-        state = torch.load(source, map_location=map_location, weights_only=True)
-    except Exception as error:  # torch raises RuntimeError, EOFError, UnpicklingError ...
-        size = path.stat().st_size
-        raise CheckpointError(
-            f"checkpoint {path} ({size} bytes) is truncated or corrupt, or not a checkpoint, "
-            f"and was refused: {_load_failure(error)}"
-        ) from error
-    version = state.get("format") if isinstance(state, dict) else type(state).__name__
-    # format 1 has no header; a format-2 payload without its header lost it: refused
-    if version not in (1, FORMAT) or (version == FORMAT) != isinstance(source, io.BytesIO):
-        raise CheckpointError(f"checkpoint {path}: unknown format {version!r} (expected {FORMAT})")
-    return state
-
-
-def _load_failure(error: Exception) -> str:
-    """The part of torch's message that says what broke (not its advice to load unsafely)."""
-    text = str(error).strip()
-    if "WeightsUnpickler error:" in text:  # not a torch.save file, or objects beyond tensors
-        detail = text.split("WeightsUnpickler error:", 1)[1].strip().split("\n\n", 1)[0]
-        return f"{type(error).__name__}: {detail.strip()}"
-    return f"{type(error).__name__}: {text.split('. ', 1)[0]}"
+    @classmethod
+    def of(cls, path: Path, step: int) -> _Entry:
+        return cls(path.name, step, file_digest(path))
 
 
 class CheckpointManager:
-    """``step-<n>.pt`` files in one directory, the newest ``keep_last`` kept, plus ``best.pt``."""
+    """The checkpoint set in one directory (see the module docstring)."""
 
     def __init__(self, directory: str | os.PathLike, *, keep_last: int) -> None:
         if keep_last < 1:
             raise ValueError(f"trainer.keep_last must be >= 1, got {keep_last}")
         self.directory = Path(directory)
         self.keep_last = keep_last
+        self._last: _Entry | None = None  # the set as the manifest names it (None: no manifest)
+        self._best: _Entry | None = None
 
     @property
     def best_path(self) -> Path:
         return self.directory / "best.pt"
 
+    @property
+    def manifest_path(self) -> Path:
+        return self.directory / MANIFEST
+
     def prepare(self, *, option: str, resuming: bool) -> None:
         """Create the directory before training starts (a bad path fails now, not at the first
         checkpoint), and refuse one holding another run's checkpoints unless ``resuming``: a
-        fresh run would overwrite and prune them. ``option`` names the setting in errors."""
+        fresh run would overwrite and prune them. Reads the manifest; removes what a killed save
+        left outside the set. ``option`` names the setting in errors."""
         output_dir(self.directory, option=option)
         self._remove_unfinished()
-        found = self.step_files() + ([self.best_path] if self.best_path.exists() else [])
+        found = self.step_files() + [p for p in (self.best_path, self.manifest_path) if p.exists()]
         if found and not resuming:
             names = ", ".join(p.name for p in found[-3:])
             raise ValueError(
                 f"{option}={self.directory}: already holds checkpoints ({names}); continue that "
                 "run with trainer.resume=last, or choose another folder"
             )
+        self.read_manifest()
+        if self._last is not None:
+            newer = [p for p in self.step_files() if _step(p) > self._last.step]
+            for path in newer:
+                path.unlink(missing_ok=True)
+            if newer:
+                log.warning("%s: removed %s, written after the last complete checkpoint set (%s "
+                            "names %s)", self.directory, ", ".join(p.name for p in newer), MANIFEST,
+                            self._last.file)
 
     def _remove_unfinished(self) -> None:
         """Temporary files of writes cut by a kill: never a checkpoint, so removed (the caller
@@ -145,8 +129,26 @@ class CheckpointManager:
             log.warning("%s: removed %d unfinished checkpoint write(s) of an interrupted run: %s",
                         self.directory, len(stray), ", ".join(p.name for p in stray[:3]))
 
+    def read_manifest(self) -> None:
+        """The set as ``manifest.json`` names it (none: a folder of an earlier version's run)."""
+        self._last = self._best = None
+        if not self.manifest_path.is_file():
+            return
+        try:
+            manifest = json.loads(self.manifest_path.read_text(encoding="utf-8"))
+            self._last = _entry(manifest["last"], file="file")
+            self._best = None if manifest["best"] is None else _entry(manifest["best"], file="source")
+        except (ValueError, KeyError, TypeError) as error:
+            self._last = self._best = None
+            log.warning("%s is unreadable (%s: %s) and was ignored: resuming from the newest "
+                        "readable step file", self.manifest_path, type(error).__name__, error)
+
     def describe_saved(self) -> str:
-        """Where the last good checkpoints are, for a message that stops a run."""
+        """Where the last good checkpoint is, for a message that stops a run."""
+        if self._last is not None:
+            best = "" if self._best is None else f"; best.pt: step {self._best.step}"
+            return (f"the last good checkpoint is {self.directory / self._last.file} (step "
+                    f"{self._last.step}{best})")
         found = [p.name for p in self.step_files()] + (["best.pt"] if self.best_path.exists() else [])
         if not found:
             return f"no checkpoint was written yet ({self.directory} holds none)"
@@ -156,46 +158,153 @@ class CheckpointManager:
         """Periodic checkpoints, oldest first."""
         if not self.directory.is_dir():
             return []
-        found = [(int(m.group(1)), p) for p in self.directory.iterdir() if (m := _STEP_FILE.match(p.name))]
-        return [p for _, p in sorted(found)]
+        return sorted((p for p in self.directory.iterdir() if _STEP_FILE.match(p.name)), key=_step)
+
+    # -- saving ---------------------------------------------------------------------------------
 
     def save(self, state: dict[str, Any], *, step: int, best: bool = False) -> Path:
-        path = save_checkpoint(state, self.directory / f"step-{step:08d}.pt")
-        if best:
-            save_checkpoint(state, self.best_path)
+        """Write the checkpoint of ``step`` (``best``: also as ``best.pt``) and commit the new set;
+        :class:`CheckpointWriteError` (the old set left as it was) when a write fails."""
+        path = self.directory / f"step-{step:08d}.pt"
+        try:
+            with self._writing(path, step=step):
+                save_checkpoint(state, path)
+            last = _Entry.of(path, step)
+            new_best = last if best else self._best
+            if best:
+                with self._writing(self.best_path, step=step):
+                    atomic_link(path, self.best_path)
+            with self._writing(self.manifest_path, step=step):
+                self._write_manifest(last, new_best)
+        except CheckpointWriteError:
+            self._undo(path)
+            raise
+        self._last, self._best = last, new_best
+        keep = {last.file, None if new_best is None else new_best.file}
         for old in self.step_files()[: -self.keep_last]:
-            old.unlink(missing_ok=True)
+            if old.name not in keep:
+                old.unlink(missing_ok=True)
         return path
 
+    @contextmanager
+    def _writing(self, path: Path, *, step: int) -> Iterator[None]:
+        try:
+            yield
+        except OSError as error:
+            reason = f"[Errno {error.errno}] {error.strerror}" if error.strerror else str(error)
+            raise CheckpointWriteError(
+                f"the checkpoint of step {step} was not saved: writing {path} failed: {reason}; "
+                f"{self.describe_saved()}; make room (or set trainer.checkpoint_dir), then "
+                "continue with trainer.resume=last"
+            ) from error
+
+    def _write_manifest(self, last: _Entry, best: _Entry | None) -> None:
+        manifest = {"format": 1, "last": {"file": last.file, "step": last.step, "sha256": last.sha256},
+                    "best": None if best is None else {"file": self.best_path.name, "step": best.step,
+                                                       "sha256": best.sha256, "source": best.file}}
+        with atomic_write(self.manifest_path) as handle:
+            handle.write(json.dumps(manifest, indent=1) + "\n")
+
+    def _undo(self, path: Path) -> None:
+        """After a failed save: its step file and ``best.pt`` back to the committed set."""
+        committed = {e.file for e in (self._last, self._best) if e is not None}
+        if path.name not in committed:
+            path.unlink(missing_ok=True)
+        try:
+            if self._best is not None:
+                self._publish_best(self._best)
+            elif self._last is None:  # the first save: no best.pt before it
+                self.best_path.unlink(missing_ok=True)
+        except OSError as error:  # the next run's resume puts it back
+            log.warning("%s not put back after the failed save: %s", self.best_path, error)
+
+    # -- resuming and the final evaluation ---------------------------------------------------------
+
     def load_latest(self, *, map_location: str | torch.device = "cpu") -> tuple[Path, dict] | None:
-        """The newest readable periodic checkpoint; unreadable ones are reported and skipped."""
-        for path in reversed(self.step_files()):
+        """The last checkpoint of the set (the manifest's), or, when it is unreadable, the newest
+        readable one before it; unreadable ones are reported and skipped. A folder without a
+        manifest (an earlier version's run): its newest readable step file."""
+        files = self.step_files()
+        if self._last is None:
+            candidates = files[::-1]
+            if files:
+                log.info("%s has no %s (a run of an earlier version): resuming from its newest "
+                         "readable step file", self.directory, MANIFEST)
+        else:
+            named = self.directory / self._last.file
+            candidates = [named, *(p for p in files[::-1] if _step(p) < self._last.step)]
+        for path in candidates:
             try:
-                return path, load_checkpoint(path, map_location=map_location)
+                state = load_checkpoint(path, map_location=map_location)
             except CheckpointError as error:
                 log.warning("%s; falling back to the previous checkpoint", error)
+                continue
+            self._last = _Entry.of(path, _step(path))
+            return path, state
         return None
 
+    def adopt(self, *, best_step: int) -> None:
+        """Make the set's best checkpoint the one of ``best_step`` (the resumed state's), and
+        ``best.pt`` that file: so the final evaluation scores the checkpoint the state calls best.
+        It is the manifest's best, else ``step-<best_step>.pt``, else a ``best.pt`` of that step
+        (a run of an earlier version); none of them: a warning, and no best until the next gain."""
+        if self._best is not None and self._best.step == best_step \
+                and (self.directory / self._best.file).is_file():
+            self._publish_best(self._best)
+            return
+        source = self.directory / f"step-{best_step:08d}.pt"
+        if not source.is_file() and self.best_path.is_file() and _own_step(self.best_path) == best_step:
+            atomic_link(self.best_path, source)  # the best's step file, kept while it is best
+        if not source.is_file():
+            self._best = None
+            log.warning("%s: the best checkpoint of the resumed run (step %d) is gone; best.pt is "
+                        "replaced at the next dev gain, and until then the final evaluation scores "
+                        "the last checkpoint", self.directory, best_step)
+            return
+        self._best = _Entry.of(source, best_step)
+        self._publish_best(self._best)
 
-def capture_rng() -> dict[str, Any]:
-    """Python, NumPy and torch (CPU and CUDA) generator states, as checkpoint-safe values."""
-    version, mt_state, gauss = random.getstate()
-    kind, keys, pos, has_gauss, cached = np.random.get_state()
-    state = {
-        "python": [version, list(mt_state), gauss],
-        "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), int(pos), int(has_gauss), float(cached)],
-        "torch": torch.get_rng_state(),
-    }
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
+    def _publish_best(self, entry: _Entry) -> None:
+        """``best.pt`` made the file of ``entry`` again, if a crash or failed save left another."""
+        source = self.directory / entry.file
+        if self.best_path.is_file() and (
+                os.path.samefile(source, self.best_path)
+                or (entry.sha256 is not None and file_digest(self.best_path) == entry.sha256)):
+            return
+        atomic_link(source, self.best_path)
+        log.warning("%s put back to the best checkpoint, %s (step %d): a save was interrupted",
+                    self.best_path, entry.file, entry.step)
+
+    def final_best(self) -> tuple[Path, int | None]:
+        """The checkpoint the final evaluation scores and its step: ``best.pt`` as the set names
+        it; the last checkpoint when no best is known; ``best.pt`` with step None without a set."""
+        if self._best is not None:
+            self._publish_best(self._best)
+            return self.best_path, self._best.step
+        if self._last is not None:
+            log.warning("no best checkpoint is known: the final evaluation scores the last one, %s",
+                        self._last.file)
+            return self.directory / self._last.file, self._last.step
+        return self.best_path, None
 
 
-def restore_rng(state: dict[str, Any]) -> None:
-    version, mt_state, gauss = state["python"]
-    random.setstate((version, tuple(mt_state), gauss))
-    kind, keys, pos, has_gauss, cached = state["numpy"]
-    np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, cached))
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
+def _step(path: Path) -> int:
+    return int(_STEP_FILE.match(path.name).group(1))
+
+
+def _own_step(path: Path) -> int | None:
+    """The step a checkpoint file says it was saved at (None: unreadable, or none)."""
+    try:
+        step = load_checkpoint(path).get("step")
+    except CheckpointError:
+        return None
+    return step if isinstance(step, int) else None
+
+
+def _entry(item: Any, *, file: str) -> _Entry:
+    """A manifest entry, its step file's name checked (never a path out of the folder)."""
+    name, step, digest = item[file], item["step"], item["sha256"]
+    if not isinstance(name, str) or not _STEP_FILE.match(name) or not isinstance(step, int) \
+            or not (digest is None or isinstance(digest, str)):
+        raise ValueError(f"bad entry {item!r}")
+    return _Entry(name, step, digest)

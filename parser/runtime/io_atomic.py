@@ -4,19 +4,26 @@ never half of one.
 The content goes to a temporary file in the target's folder, is flushed and fsync'ed, gets the
 permissions an ordinary ``open`` would give (``mkstemp`` makes 0600), and is renamed over the
 target; the folder is fsync'ed so that the rename itself survives a power cut. Used by every
-writer of the project: checkpoints, CoNLL-U predictions, metrics JSON.
+writer of the project: checkpoints, CoNLL-U predictions, metrics JSON. :func:`atomic_link`
+gives a file a second name the same way (``best.pt`` beside ``step-N.pt``).
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import secrets
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-__all__ = ["atomic_write"]
+__all__ = ["atomic_link", "atomic_write"]
+
+# link() refused by the file system (no hard links, another device, too many links): copy instead
+_NO_LINK = frozenset({errno.EPERM, errno.EXDEV, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK})
 
 
 @contextmanager
@@ -48,6 +55,37 @@ def atomic_write(path: str | os.PathLike, *, binary: bool = False) -> Iterator[I
         os.replace(temp, target)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(target.parent)
+
+
+def atomic_link(source: str | os.PathLike, target: str | os.PathLike) -> None:
+    """Make ``target`` another name of ``source``'s file (a hard link: no second copy on disk),
+    replacing ``target`` atomically; a copy written with :func:`atomic_write` where the file
+    system has no hard links. Later writes to ``source`` (which replace it) leave ``target`` as
+    it is.
+
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "a").write_text("new"), (folder / "b").write_text("old")
+    >>> atomic_link(folder / "a", folder / "b")
+    >>> (folder / "b").read_text()
+    'new'
+    """
+    source, target = Path(source), Path(target)
+    temp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        os.link(source, temp)
+    except OSError as error:
+        if error.errno not in _NO_LINK:
+            raise
+        with open(source, "rb") as original, atomic_write(target, binary=True) as handle:
+            shutil.copyfileobj(original, handle)
+        return
+    try:
+        os.replace(temp, target)
+    except BaseException:
+        temp.unlink(missing_ok=True)
         raise
     _fsync_dir(target.parent)
 

@@ -46,9 +46,8 @@ class RunLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = self._open()
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -77,6 +76,16 @@ class RunLock:
         os.write(fd, record.encode())
         os.fsync(fd)
         self._fd = fd
+
+    def _open(self) -> int:
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as error:  # a read-only folder, another user's
+            raise ValueError(
+                f"{self.directory} is not writable ({error.strerror}): a run writes its lock, log "
+                "and checkpoints there; make it writable, or choose another folder"
+            ) from error
 
     def release(self) -> None:
         if self._fd is None:

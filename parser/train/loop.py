@@ -10,7 +10,11 @@ run. Every ``trainer.eval_every`` steps the task scores the dev set; a better sc
 checkpoint ``step-N.pt`` follows each evaluation (the newest ``trainer.keep_last`` are kept): model,
 optimiser, schedule, step, batch stream position, RNG states, early-stopping state, resolved config
 and the task's own entries (its loader's: kind, sizes, vocabularies; its state: GE corpus
-expectations), so that ``trainer.resume`` continues exactly.
+expectations), so that ``trainer.resume`` continues exactly. Checkpoints form one consistent set
+(:mod:`parser.runtime.checkpoint`: a crash leaves the old set or the new one). A preemption
+signal (``trainer.preempt_signals``, :mod:`parser.train.preemption`) stops the run after the step
+under way, with a checkpoint of that step (:class:`~parser.runtime.errors.Preempted`); under DDP
+every rank stops at the same step.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import logging
 import math
 import random
 import time
+from contextlib import closing
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -29,10 +34,11 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from parser.runtime.checkpoint import CheckpointManager, capture_rng, restore_rng
-from parser.runtime.errors import NonFiniteError
+from parser.runtime.errors import NonFiniteError, Preempted
 from parser.runtime.optim import build_optimizer, build_scheduler
 from parser.train.averaging import build_average, restore_average, swapped_in
 from parser.train.distributed import init_distributed
+from parser.train.preemption import PreemptionSignals, parse_signals
 from parser.train.resume import resolve_resume
 from parser.train.task import DevScore, StepLoss, Task, TaskBuilder, TaskContext
 from parser.train.tasks.parser_task import ParserTask
@@ -89,6 +95,7 @@ class Trainer:
             raise ValueError(f"trainer.eval_every={trainer.eval_every}: must be >= 1")
         if trainer.max_minutes is not None and trainer.max_minutes < 0:
             raise ValueError(f"trainer.max_minutes={trainer.max_minutes}: must be >= 0 (or null)")
+        self.preempt_signals = parse_signals(trainer.preempt_signals, option="trainer.preempt_signals")
         checkpoint_dir = Path(trainer.checkpoint_dir) if trainer.checkpoint_dir else self.run_dir / "checkpoints"
         self.checkpoints = CheckpointManager(checkpoint_dir, keep_last=trainer.keep_last)
         # (null trainer.checkpoint_dir: <run dir>/checkpoints; errors show the folder used)
@@ -106,6 +113,7 @@ class Trainer:
         self.average = build_average(self.model, kind=cfg.optim.average, decay=cfg.optim.ema_decay)
         self.scheduler = build_scheduler(self.optimizer, cfg.optim, total_steps=trainer.max_steps)
         self.state = TrainState()
+        self._saved_step = -1  # the step of the newest checkpoint this process wrote
         self.logger = RunLogger(
             self.run_dir / cfg.logger.log_dir if cfg.logger.tensorboard and self.dist.is_main else None,
             flush_secs=cfg.logger.flush_secs,
@@ -144,17 +152,20 @@ class Trainer:
         log.info("resumed at step %d (epoch %d)", self.state.step, state["epoch"])
 
     def save(self, *, best: bool = False, dev: DevScore | None = None) -> Path | None:
-        """Rank 0 writes (with every rank's RNG state when distributed); the others wait. ``dev``:
+        """Rank 0 writes (with every rank's RNG state when distributed); the others wait, and a
+        failed write (:class:`~parser.runtime.errors.CheckpointWriteError`) stops them all. ``dev``:
         the scores of the weights saved (``"dev"`` in the file, beside ``"step"``, for model cards)."""
         rng_ranks = self.dist.gather_object(capture_rng()) if self.dist.enabled else None
-        path = None
-        if self.dist.is_main:
+
+        def write() -> Path:
             state = {**self.state_dict(), "step": self.state.step,
                      "dev": None if dev is None else dict(dev.scalars)}
             if rng_ranks is not None:
                 state["rng_ranks"] = rng_ranks
-            path = self.checkpoints.save(state, step=self.state.step, best=best)
-        self.dist.barrier()
+            return self.checkpoints.save(state, step=self.state.step, best=best)
+
+        path = self.dist.on_main(write)  # a failed write (a full disk) stops every rank
+        self._saved_step = self.state.step
         return path
 
     # -- training -------------------------------------------------------------------------------
@@ -170,7 +181,7 @@ class Trainer:
         self.model.train()
         bar = tqdm(total=trainer.max_steps, initial=self.state.step, disable=not trainer.progress or not self.dist.is_main,
                    desc=str(self.cfg.get("name", "train")), dynamic_ncols=True, leave=False)
-        try:
+        with PreemptionSignals(self.preempt_signals) as preemption, closing(bar):
             while not self._should_stop():
                 step = self.state.step
                 batch_loss = self._loss(self.task.batches.next(), step=step)
@@ -202,11 +213,32 @@ class Trainer:
                 bar.update(1)
                 if self.state.step % trainer.eval_every == 0:
                     self.evaluate_and_checkpoint()
+                self._stop_if_preempted(preemption)
             if self.state.step % trainer.eval_every != 0:
                 self.evaluate_and_checkpoint()
-        finally:
-            bar.close()
+            self._stop_if_preempted(preemption)
         return self.state
+
+    def _stop_if_preempted(self, preemption: PreemptionSignals) -> None:
+        """At a step boundary: when a preemption signal came (to any rank: every rank stops at
+        this step), save this step's checkpoint unless it was just saved, and stop."""
+        received = preemption.received
+        if self.dist.enabled:  # one all-reduce of a flag per step
+            stop = self.dist.sum_scalars({"preempt": float(received is not None)})["preempt"] > 0
+        else:
+            stop = received is not None
+        if not stop:
+            return
+        name = received.name if received is not None else "a preemption signal (on another rank)"
+        log.warning("%s received: stopping after step %d with a checkpoint", name, self.state.step)
+        if self._saved_step != self.state.step:
+            with swapped_in(self.average):  # as every checkpoint: the average in "model"
+                self.save()
+        raise Preempted(
+            f"{name} received: training stopped after step {self.state.step}; "
+            f"{self.checkpoints.describe_saved()}; continue with the same command plus "
+            "trainer.resume=last (exit status 75: resumable)"
+        )
 
     def _loss(self, batch: Any, *, step: int) -> StepLoss:
         """The task's loss; a task that must stop on non-finite scores (a distributed run cannot

@@ -5,7 +5,9 @@ must have been written with this run's config, apart from :data:`RESUMABLE_KEYS`
 change how long or how visibly a run goes on, not what it learns). A path (a checkpoint file,
 or a run or checkpoint folder): that one, chosen by the user; config differences are listed as
 a warning (the model config must still match: see ``Trainer._restore``). The checkpoint used is
-logged before anything else is loaded.
+logged before anything else is loaded. A run's own checkpoint is resumed with its checkpoint set
+agreeing with it: ``best.pt`` is the checkpoint its state calls best
+(:meth:`~parser.runtime.checkpoint.CheckpointManager.adopt`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ RESUMABLE_KEYS: tuple[str, ...] = (
     "trainer.resume", "trainer.max_steps", "trainer.max_epochs", "trainer.max_minutes",
     "trainer.patience", "trainer.eval_every", "trainer.log_every", "trainer.keep_last",
     "trainer.max_nonfinite", "trainer.checkpoint_dir", "trainer.final_eval", "trainer.progress",
+    "trainer.preempt_signals",
     "trainer.device", "trainer.num_threads", "trainer.deterministic",
     "data.eval_tokens_per_batch", "logger.tensorboard", "logger.log_dir", "logger.arc_entropy",
     "logger.flush_secs",
@@ -63,11 +66,14 @@ def resolve_resume(
                 "or name the checkpoint: trainer.resume=<path>"
             )
         log.info("resuming from %s (step %s)", path, state.get("trainer", {}).get("step"))
+        _adopt(checkpoints, state)
         return state
     path = Path(resume).expanduser()
     if path.is_dir():
         directory = path / "checkpoints" if (path / "checkpoints").is_dir() else path
-        found = CheckpointManager(directory, keep_last=1).load_latest()
+        named = CheckpointManager(directory, keep_last=1)
+        named.read_manifest()
+        found = named.load_latest()
         if found is None:
             raise CheckpointError(f"trainer.resume={resume}: no readable checkpoint in {directory}")
         path, state = found
@@ -82,7 +88,15 @@ def resolve_resume(
     if differences:
         log.warning("trainer.resume: this run's config differs from the checkpoint's: %s",
                     "; ".join(differences))
+    if path.resolve().parent == checkpoints.directory.resolve():  # this run's own
+        _adopt(checkpoints, state)
     return state
+
+
+def _adopt(checkpoints: CheckpointManager, state: Mapping[str, Any]) -> None:
+    best_step = (state.get("trainer") or {}).get("best_step")
+    if isinstance(best_step, int) and best_step >= 0:
+        checkpoints.adopt(best_step=best_step)
 
 
 def config_differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:

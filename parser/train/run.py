@@ -1,9 +1,12 @@
 """A whole training run of any task: the loop (:class:`parser.train.loop.Trainer`), then the
 task's final evaluation of ``best.pt`` (``trainer.final_eval``), the hyper-parameters and final
-metrics to TensorBoard, and where the run wrote its outputs."""
+metrics to TensorBoard, and where the run wrote its outputs. The best checkpoint and its step
+come from the checkpoint set (:meth:`parser.runtime.checkpoint.CheckpointManager.final_best`),
+so the ``best_step`` reported is the step of the checkpoint scored."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,6 +19,8 @@ from parser.train.tasks.parser_task import ParserTask
 from parser.train.tensorboard import flatten_hparams
 
 __all__ = ["run_training"]
+
+log = logging.getLogger(__name__)
 
 
 def run_training(cfg: DictConfig, *, run_dir: str | Path, task: TaskBuilder = ParserTask,
@@ -32,14 +37,21 @@ def run_training(cfg: DictConfig, *, run_dir: str | Path, task: TaskBuilder = Pa
     state = trainer.fit()
     results: dict[str, Any] = {}
     metrics: dict[str, float | None] = {}
-    if cfg.trainer.final_eval and trainer.dist.is_main:  # distributed: rank 0 alone
-        report = trainer.task.final_evaluation(best_path=trainer.checkpoints.best_path, run_dir=run_dir)
-        results.update(report.results)
-        metrics.update(report.metrics)
-    metrics["best_step"] = state.best_step
+    best_path, best_step = trainer.checkpoints.best_path, state.best_step
+    if trainer.dist.is_main:  # distributed: rank 0 alone
+        best_path, saved_step = trainer.checkpoints.final_best()
+        if saved_step is not None and saved_step != best_step:
+            log.warning("the best checkpoint is of step %d, the run's state says step %d: the "
+                        "checkpoint's is reported", saved_step, best_step)
+            best_step = saved_step
+        if cfg.trainer.final_eval:
+            report = trainer.task.final_evaluation(best_path=best_path, run_dir=run_dir)
+            results.update(report.results)
+            metrics.update(report.metrics)
+    metrics["best_step"] = best_step
     trainer.logger.hparams(
         flatten_hparams(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)), metrics
     )
     trainer.logger.close()
     trainer.dist.shutdown()
-    return {**results, "state": state, "run_dir": run_dir, "checkpoint": trainer.checkpoints.best_path}
+    return {**results, "state": state, "run_dir": run_dir, "checkpoint": best_path}
