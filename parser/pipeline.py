@@ -34,9 +34,10 @@ import torch
 from parser.data.conllu_io import Sentence
 from parser.data.conllu_stream import stream_conllu
 from parser.data.vocab import Vocabularies
-from parser.inference import Annotator, load_decoder, reads_upos
+from parser.inference import MAX_WORDS, Annotator, ParseCount, load_decoder, reads_upos
 from parser.inference.fixed_arcs import ArcConstraints
 from parser.inference.loading import parser_from_state, with_overrides
+from parser.inference.predict import report_failures
 from parser.models.parser_model import ParserModel
 from parser.runtime.checkpoint import CheckpointError, load_checkpoint
 from parser.runtime.device import bound_kernel_cache, resolve_device
@@ -95,7 +96,7 @@ class Pipeline:
                  tokenizer: TrainedTokenizer | None = None, tagger: TrainedTagger | None = None,
                  device: str | torch.device = "cpu", batch_size: int = 5000,
                  chunk_sentences: int = 1000, meta: dict | None = None,
-                 confidence: bool = False) -> None:
+                 confidence: bool = False, max_words: int = MAX_WORDS) -> None:
         if batch_size < 1 or chunk_sentences < 1:
             raise ValueError(f"Pipeline: batch_size={batch_size} and chunk_sentences="
                              f"{chunk_sentences} must be >= 1")
@@ -114,17 +115,19 @@ class Pipeline:
         self.chunk_sentences = chunk_sentences
         self.meta = dict(meta or {})
         self.confidence = confidence  # HeadProb/DeprelProb in MISC and tree comments
+        self.max_words = max_words  # longer sentences are not parsed (# parse_error)
 
     @classmethod
     def load(cls, path: str | os.PathLike, *, device: str = "cpu", batch_size: int = 5000,
              chunk_sentences: int = 1000, confidence: bool = False,
              projective: bool | None = None, attach_to_units: Sequence[str] | None = None,
-             ud_rules: str | Sequence[str] | None = None) -> Pipeline:
+             ud_rules: str | Sequence[str] | None = None, max_words: int = MAX_WORDS) -> Pipeline:
         """The pipeline saved at ``path`` (``parser-pipeline build``). ``batch_size``: words per
         parser batch; ``chunk_sentences``: sentences held at once by :meth:`parse_file`;
         ``confidence``: the tree CRF's marginals in MISC and comments (``parser-predict
         confidence=true``); ``projective``, ``attach_to_units``, ``ud_rules``: the parser's
-        decoder overridden where not None (:func:`parser.inference.loading.with_overrides`)."""
+        decoder overridden where not None (:func:`parser.inference.loading.with_overrides`);
+        ``max_words``: longer sentences come back unparsed, with ``parse_error``."""
         state = load_checkpoint(path, map_location="cpu")
         if state.get("kind") != KIND:
             raise CheckpointError(f"{path}: kind {state.get('kind')!r}, not a pipeline file "
@@ -138,7 +141,8 @@ class Pipeline:
         model.decoder = with_overrides(model.decoder, vocabs, projective=projective,
                                        attach_to_units=attach_to_units, ud_rules=ud_rules)
         return cls(parser=(model, vocabs, config), tokenizer=tokenizer, tagger=tagger, device=device, batch_size=batch_size,
-                   chunk_sentences=chunk_sentences, meta=state.get("meta"), confidence=confidence)
+                   chunk_sentences=chunk_sentences, meta=state.get("meta"), confidence=confidence,
+                   max_words=max_words)
 
     # --- input -> Sentence objects -------------------------------------------------------------
 
@@ -169,7 +173,7 @@ class Pipeline:
         return Annotator(self.model, self.vocabs, config=self.config, tagger=self.tagger,
                          kbest=kbest, samples=samples, seed=seed, keep_heads=keep_heads,
                          confidence=self.confidence, tokens_per_batch=self.batch_size,
-                         device=self.device, name=name)
+                         max_words=self.max_words, device=self.device, name=name)
 
     @torch.no_grad()
     def parse(self, text: str | Sequence[Sequence[str]], *, kbest: int = 0, samples: int = 0,
@@ -189,6 +193,8 @@ class Pipeline:
           word-id pairs (1-based, head 0 = ROOT) that every tree must contain / avoid. A
           sentence whose arcs admit no tree comes back unparsed with metadata ``parse_error``
           naming the words (and a logged warning); the others are parsed.
+
+        Any sentence that cannot be parsed (over ``max_words``, a failed parse) comes back so too.
         """
         constraints = None
         if isinstance(text, str):
@@ -208,12 +214,13 @@ class Pipeline:
     @torch.no_grad()
     def parse_file(self, input_path: str | os.PathLike, output_path: str | os.PathLike, *,
                    format: str = "raw", kbest: int = 0, samples: int = 0, seed: int = 0,
-                   keep_heads: str = "none") -> int:
+                   keep_heads: str = "none") -> ParseCount:
         """Parse a UTF-8 file into CoNLL-U, streaming (``chunk_sentences`` at a time; the output
         replaces nothing until it is whole). ``format``: ``raw`` text (paragraphs separated by
         blank lines), ``text`` (one whitespace-tokenised sentence per line) or ``conllu``
         (``keep_heads="given"`` keeps its annotated heads); ``kbest``, ``samples``, ``seed``: as
-        :meth:`parse`. Returns the number of sentences read."""
+        :meth:`parse`. Returns the number of sentences read, with ``failed``: those written
+        unparsed with ``# parse_error``."""
         if format not in FORMATS:
             raise ValueError(f"format={format!r}: expected one of {', '.join(FORMATS)}")
         if keep_heads != "none" and format != "conllu":
@@ -226,7 +233,7 @@ class Pipeline:
             raise ValueError(f"output={output_path}: is the input file")
         annotator = self.annotator(kbest=kbest, samples=samples, seed=seed, keep_heads=keep_heads,
                                    name=str(input_path))
-        count = 0
+        count = failed = 0
         with open(input_path, encoding="utf-8") as source, atomic_write(output_path) as out:
             if format == "conllu":
                 sentences = stream_conllu(input_path, require_trees=False,
@@ -238,8 +245,9 @@ class Pipeline:
                 sentences = self._raw_sentences(read_paragraph_stream(source), path=str(input_path))
             for part in annotator.stream(sentences, chunk_size=self.chunk_sentences):
                 out.writelines(part.blocks)
-                count += part.sentences
-        return count
+                count, failed = count + part.sentences, failed + part.failed
+        report_failures(failed, count, name=str(input_path))
+        return ParseCount(count, failed=failed)
 
     def to_conllu(self, sentences: Sequence[conllu.TokenList]) -> str:
         """The CoNLL-U text of parsed sentences."""
@@ -287,10 +295,12 @@ def parse_raw_file(checkpoint: str | os.PathLike, tokenizer: str | os.PathLike,
                    tokens_per_batch: int = 5000, projective: bool | None = None,
                    attach_to_units: Sequence[str] | None = None,
                    ud_rules: str | Sequence[str] | None = None, confidence: bool = False,
-                   kbest: int = 0, samples: int = 0, seed: int = 0) -> int:
+                   kbest: int = 0, samples: int = 0, seed: int = 0,
+                   max_words: int = MAX_WORDS) -> ParseCount:
     """``parser-predict tokenizer=...``: tokenise, split, tag (when the parser reads UPOS) and
     parse a raw text file with separate checkpoints, streaming (``kbest``, ``samples``, ``seed``:
-    :meth:`Pipeline.parse_file`). Returns the sentences read."""
+    :meth:`Pipeline.parse_file`; ``max_words``: :class:`Pipeline`). Returns the sentences read
+    (with ``failed``)."""
     input_path = input_file(input_path, option="input")
     tokenizer = input_file(tokenizer, option="tokenizer")
     output_path = output_file(output_path, option="output", inputs=(
@@ -305,5 +315,5 @@ def parse_raw_file(checkpoint: str | os.PathLike, tokenizer: str | os.PathLike,
         parser=(model, vocabs, config), device=torch_device, batch_size=tokens_per_batch,
         tokenizer=load_tokenizer(tokenizer, device=torch_device),
         tagger=load_tagger(input_file(tagger, option="tagger"), map_location=torch_device)
-        if tagger else None, confidence=confidence)
+        if tagger else None, confidence=confidence, max_words=max_words)
     return pipeline.parse_file(input_path, output_path, kbest=kbest, samples=samples, seed=seed)

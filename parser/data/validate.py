@@ -10,6 +10,11 @@ blank lines, parses ``\\r``), so the reader checks the raw lines here first:
   non-sequential ids, multiword ranges and empty nodes out of place, non-integer, out-of-range or
   self-looping HEAD, unannotated HEAD where trees are required, no words, no root or several roots,
   cycles. With ``on_invalid="skip"`` the reader skips such sentences and counts them.
+
+Every number (ID, multiword range, empty node, HEAD, the heads of DEPS) is read with a bound of
+:data:`MAX_DIGITS` digits, so that no value, however long, reaches ``int()`` (Python refuses
+strings of over 4,300 digits) or a tensor (int64) unchecked: a longer one is an error of its
+line, as any other malformed value, and messages show at most :data:`SHOWN` characters of it.
 """
 
 from __future__ import annotations
@@ -17,9 +22,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["ConlluError", "Rows", "check_text", "parse_rows"]
+__all__ = ["MAX_DIGITS", "ConlluError", "Rows", "check_text", "parse_rows"]
 
 N_COLUMNS = 10
+MAX_DIGITS = 9  # word indices up to 999,999,999: far above any sentence, far below int64
+SHOWN = 24  # characters of a bad value quoted in a message
 COLUMNS = ("ID", "FORM", "LEMMA", "UPOS", "XPOS", "FEATS", "HEAD", "DEPREL", "DEPS", "MISC")
 _WHITESPACE_LINE = re.compile(r"^[ \t\f\v]+$", re.MULTILINE)
 
@@ -119,29 +126,32 @@ def parse_rows(lines: list[str], *, path: str, first_line: int, require_trees: b
         expected = len(rows.forms) + 1
         if _is_int(token_id):
             if token_id != str(expected):
-                raise ConlluError(path, lineno, f"word id {token_id!r} where {expected} expected "
-                                                "(word ids must run 1, 2, 3, ...)")
+                raise ConlluError(path, lineno, f"word id {_shown(token_id)} where {expected} "
+                                                "expected (word ids must run 1, 2, 3, ...)")
             _add_word(rows, cols, lineno=lineno, row=offset, path=path,
                       require_trees=require_trees)
         elif "-" in token_id:
             start, _, end = token_id.partition("-")
-            if not (_is_int(start) and _is_int(end)):
-                raise ConlluError(path, lineno, f"invalid multiword token id {token_id!r}")
+            if not (_is_index(start) and _is_index(end)):
+                raise ConlluError(path, lineno, f"multiword token id {_shown(token_id)} is not a "
+                                                "range of word indices")
             if int(start) != expected or int(end) <= int(start) or int(start) <= range_end:
                 raise ConlluError(path, lineno, f"multiword token range {token_id!r} out of place "
                                                 f"(next word is {expected})")
             range_end = int(end)
         elif "." in token_id:
             word, _, sub = token_id.partition(".")
-            if not (_is_int(word) and _is_int(sub)):
-                raise ConlluError(path, lineno, f"invalid empty node id {token_id!r}")
+            if not (_is_index(word) and _is_index(sub)):
+                raise ConlluError(path, lineno, f"empty node id {_shown(token_id)} is not a word "
+                                                "index and a sub-index")
             last = empty_node[1] if empty_node[0] == int(word) else 0
             if int(word) != expected - 1 or int(sub) != last + 1:
                 raise ConlluError(path, lineno, f"empty node id {token_id!r} out of place "
                                                 f"(expected {expected - 1}.{last + 1})")
             empty_node = (int(word), int(sub))
+            _check_deps(cols[8], path=path, lineno=lineno)
         else:
-            raise ConlluError(path, lineno, f"invalid ID {token_id!r}")
+            raise ConlluError(path, lineno, f"invalid ID {_shown(token_id)}")
     n = len(rows.forms)
     if n == 0:
         raise ConlluError(path, first_line, "empty sentence: no word lines")
@@ -157,6 +167,34 @@ def _is_int(text: str) -> bool:
     return text.isascii() and text.isdigit()
 
 
+def _is_index(text: str) -> bool:
+    """Whether ``text`` is a non-negative integer of at most :data:`MAX_DIGITS` digits."""
+    return len(text) <= MAX_DIGITS and _is_int(text)
+
+
+def _shown(value: str) -> str:
+    """``value`` quoted for a message, cut to :data:`SHOWN` characters with its length.
+
+    >>> _shown("9" * 30)
+    "'999999999999999999999999...' (30 characters)"
+    """
+    if len(value) <= SHOWN:
+        return repr(value)
+    return f"{value[:SHOWN]!r}"[:-1] + f"...' ({len(value)} characters)"
+
+
+def _check_deps(deps: str, *, path: str, lineno: int) -> None:
+    """The heads of DEPS (``head:relation`` pairs, a head ``n`` or an empty node ``n.m``) are
+    bounded word indices; the rest of the column is not read."""
+    if deps == "_":
+        return
+    for item in deps.split("|"):
+        head = item.partition(":")[0]
+        if not all(_is_index(part) for part in head.split(".", 1)):
+            raise ConlluError(path, lineno, f"DEPS head {_shown(head)} is not a word index of "
+                                            "this sentence")
+
+
 def _add_word(rows: Rows, cols: list[str], *, lineno: int, row: int, path: str,
               require_trees: bool) -> None:
     head = cols[6]
@@ -165,10 +203,13 @@ def _add_word(rows: Rows, cols: list[str], *, lineno: int, row: int, path: str,
             raise ConlluError(path, lineno, "HEAD is '_' (unannotated) but trees are required "
                                             "(require_trees=True)")
         head_id = -1
-    elif _is_int(head):
+    elif _is_index(head):
         head_id = int(head)
+    elif _is_int(head):
+        raise ConlluError(path, lineno, f"HEAD {_shown(head)} is not a word index of this sentence")
     else:
-        raise ConlluError(path, lineno, f"HEAD {head!r} is not a non-negative integer")
+        raise ConlluError(path, lineno, f"HEAD {_shown(head)} is not a non-negative integer")
+    _check_deps(cols[8], path=path, lineno=lineno)
     rows.forms.append(cols[1])
     rows.lemmas.append(cols[2])
     rows.upos.append(None if cols[3] == "_" else cols[3])

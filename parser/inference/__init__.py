@@ -7,7 +7,7 @@ CoNLL-U (:func:`prediction_blocks`)."""
 
 from __future__ import annotations
 
-from parser.inference.annotator import Annotated, Annotator
+from parser.inference.annotator import MAX_WORDS, Annotated, Annotator, ParseCount
 from parser.inference.loading import load_decoder, load_parser
 from parser.inference.parse import (
     Predictions,
@@ -23,8 +23,10 @@ from parser.inference.parse import (
 from parser.inference.predict import predict_file
 
 __all__ = [
+    "MAX_WORDS",
     "Annotated",
     "Annotator",
+    "ParseCount",
     "Predictions",
     "load_decoder",
     "load_parser",

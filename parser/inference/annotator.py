@@ -10,6 +10,13 @@ every option works on every input kind:
   arcs (``keep_heads="given"``: the input's heads; or ``constraints`` per sentence):
   :mod:`parser.inference.alternatives`, written by :mod:`parser.inference.write_trees`.
 
+One sentence never costs the others: a sentence longer than ``max_words`` (the bound on one
+tree's memory and time, :data:`MAX_WORDS`), or one whose parse fails (no tree under the options,
+a value the model cannot take), is written as read with ``# parse_error = <reason>`` and counted
+in ``Annotated.failed``. Failures are caught per chunk, so the normal path is the batched one;
+a failing chunk is halved until the failing sentences are alone (the others are parsed in the
+smaller batches, which give the same trees).
+
 The decoder choice, UD rules and temperatures are the model's ``decoder``
 (:class:`parser.models.decoder.Decoder`); :meth:`Annotator.load` applies the command-line
 overrides to it.
@@ -32,12 +39,12 @@ from parser.inference.alternatives import parse_alternatives
 from parser.inference.fixed_arcs import ArcConstraints, given_heads
 from parser.inference.loading import load_decoder
 from parser.inference.parse import parse, prediction_blocks, tag_input, unknown_words
-from parser.inference.write_trees import tree_blocks
+from parser.inference.write_trees import error_block, tree_blocks
 from parser.models.parser_model import ParserModel
 from parser.runtime.device import resolve_device
 from parser.tagger.predict import TrainedTagger
 
-__all__ = ["CELLS_PER_TOKEN", "Annotated", "Annotator"]
+__all__ = ["CELLS_PER_TOKEN", "MAX_WORDS", "Annotated", "Annotator", "ParseCount"]
 
 log = logging.getLogger(__name__)
 
@@ -46,19 +53,39 @@ log = logging.getLogger(__name__)
 # leaves sentences of up to 39 words batched as before and splits batches of longer ones.
 CELLS_PER_TOKEN = 40
 KEEP_HEADS = ("none", "given")
+# The longest sentence parsed as one tree: its [N+1, N+1, L] scores and the CRF's O(N^3) work
+# (1,000 words: about 10 s and 0.8 GB on one CPU core; 3,000 words: 288 s and 4.2 GB).
+MAX_WORDS = 1000
+# What a sentence's parse may raise that costs only that sentence (torch's out-of-memory is a
+# RuntimeError: the halved batch may fit). NotImplementedError (an option the model cannot give,
+# e.g. k-best without a tree CRF) concerns every sentence: it is raised.
+SENTENCE_FAILURES = (ValueError, RuntimeError, ArithmeticError, IndexError)
+
+
+class ParseCount(int):
+    """The number of sentences read (an ``int``), with ``failed``: how many of them were written
+    unparsed, with ``# parse_error``."""
+
+    failed: int
+
+    def __new__(cls, count: int, *, failed: int = 0) -> ParseCount:
+        value = super().__new__(cls, count)
+        value.failed = failed
+        return value
 
 
 @dataclass(frozen=True)
 class Annotated:
     """One chunk of ``sentences`` annotated: ``blocks``, the CoNLL-U text of each output block in
-    input order (k per sentence with ``kbest``/``samples``); ``refused``: sentences whose fixed arcs admit no
-    tree (written as read with ``# parse_error``); ``unknown``: words the model reads as UNK;
-    ``scores``: ``AttachmentMetric`` scores of the best trees when asked for (``score=True``)
-    and every sentence had gold heads, else None."""
+    input order (k per sentence with ``kbest``/``samples``); ``failed``: sentences written as
+    read with ``# parse_error`` (fixed arcs that admit no tree, over ``max_words``, a failed
+    parse); ``unknown``: words the model reads as UNK; ``scores``: ``AttachmentMetric`` scores
+    of the best trees when asked for (``score=True``), every sentence had gold heads and none
+    failed, else None."""
 
     blocks: list[str]
     sentences: int
-    refused: int = 0
+    failed: int = 0
     unknown: int = 0
     scores: dict | None = None
 
@@ -71,26 +98,29 @@ class Annotator:
     """A parser with its prediction options (see the module docstring). ``tagger``: UPOS for the
     words without one (every word when ``retag``); ``keep_deps``: keep the input's DEPS column
     (else ``_``: it would contradict the new heads); ``score``: scores of the best trees against
-    the input's heads; ``name``: the input's name in messages."""
+    the input's heads; ``max_words``: longer sentences are not parsed (``# parse_error``);
+    ``name``: the input's name in messages."""
 
     def __init__(self, model: ParserModel, vocabs: Vocabularies, *, config: dict | None = None,
                  tagger: TrainedTagger | None = None, retag: bool = False, kbest: int = 0,
                  samples: int = 0, seed: int = 0, keep_heads: str = "none",
                  confidence: bool = False, keep_deps: bool = False, score: bool = False,
-                 tokens_per_batch: int = 5000, device: torch.device | str = "cpu",
-                 name: str = "<input>") -> None:
+                 tokens_per_batch: int = 5000, max_words: int = MAX_WORDS,
+                 device: torch.device | str = "cpu", name: str = "<input>") -> None:
         if keep_heads not in KEEP_HEADS:
             raise ValueError(f"keep_heads={keep_heads!r}: expected none or given")
         if kbest < 0 or samples < 0 or (kbest and samples):
             raise ValueError(f"kbest={kbest}, samples={samples}: expected one of them (>= 1), or neither")
-        if tokens_per_batch < 1:
-            raise ValueError(f"tokens_per_batch={tokens_per_batch}: expected a positive integer")
+        for option, value in (("tokens_per_batch", tokens_per_batch), ("max_words", max_words)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{option}={value}: expected a positive integer")
         if retag and tagger is None:
             raise ValueError("retag=true: give the tagger to tag with (tagger=<tagger best.pt>)")
         self.model, self.vocabs, self.config, self.tagger = model, vocabs, config, tagger
         self.retag, self.kbest, self.samples, self.seed = retag, kbest, samples, seed
         self.keep_heads, self.confidence, self.keep_deps = keep_heads, confidence, keep_deps
         self.score, self.tokens_per_batch, self.name = score, tokens_per_batch, name
+        self.max_words = max_words
         self.device = resolve_device(str(device)) if isinstance(device, str) else device
 
     @classmethod
@@ -127,21 +157,57 @@ class Annotator:
         """One chunk (``position``: the 0-based input position of ``chunk[0]``, which numbers
         sentences without an id and seeds the samples); ``constraints``: one per sentence."""
         chunk = list(chunk)
+        unknown = unknown_words(chunk, self.vocabs)[0]
+        if constraints is None and self.keep_heads == "given":
+            constraints = [given_heads(sentence) for sentence in chunk]
+        blocks, failed, scores = self._isolated(chunk, position=position, constraints=constraints)
+        return Annotated(blocks, len(chunk), failed=failed, unknown=unknown, scores=scores)
+
+    def _isolated(self, chunk: list[Sentence], *, position: int,
+                  constraints: Sequence[ArcConstraints | None] | None,
+                  ) -> tuple[list[str], int, dict | None]:
+        """``(blocks, sentences failed, scores)`` of ``chunk`` parsed as one unless it holds an
+        over-long sentence or its parse fails: then each half alone (scores None)."""
+        long = [len(sentence) > self.max_words for sentence in chunk]
+        if len(chunk) == 1 and long[0]:
+            return self._failed(chunk[0], position, f"{len(chunk[0])} words, more than "
+                                f"max_words={self.max_words} (the longest sentence parsed)")
+        if not any(long):
+            try:
+                return self._parse(chunk, position=position, constraints=constraints)
+            except NotImplementedError:
+                raise
+            except SENTENCE_FAILURES as error:
+                if len(chunk) == 1:
+                    return self._failed(chunk[0], position, str(error) or type(error).__name__)
+        half = len(chunk) // 2
+        first, second = (self._isolated(
+            chunk[start:end], position=position + start,
+            constraints=None if constraints is None else constraints[start:end])
+            for start, end in ((0, half), (half, len(chunk))))
+        return first[0] + second[0], first[1] + second[1], None
+
+    def _failed(self, sentence: Sentence, position: int, reason: str) -> tuple[list[str], int, None]:
+        log.warning("%s: sentence %s (line %d) not parsed: %s", self.name,
+                    sentence.sent_id or position + 1, sentence.line, reason)
+        return [error_block(sentence, reason)], 1, None
+
+    def _parse(self, chunk: list[Sentence], *, position: int,
+               constraints: Sequence[ArcConstraints | None] | None,
+               ) -> tuple[list[str], int, dict | None]:
+        """``(blocks, sentences refused by their constraints, scores)`` of one chunk, batched."""
         words, upos = chunk, None
         if self.tagger is not None:
             words, upos = tag_input(chunk, self.tagger, retag=self.retag,
                                     tokens_per_batch=self.tokens_per_batch)
-        unknown = unknown_words(words, self.vocabs)[0]
-        if constraints is None and self.keep_heads == "given":
-            constraints = [given_heads(sentence) for sentence in chunk]
         if self.alternatives or constraints is not None:
             blocks, refused = self._trees(chunk, words, upos, position=position, constraints=constraints)
-            return Annotated(blocks, len(chunk), refused=refused, unknown=unknown)
+            return blocks, refused, None
         predictions = parse(self.model, words, self.vocabs, tokens_per_batch=self.tokens_per_batch,
                             cells_per_batch=CELLS_PER_TOKEN * self.tokens_per_batch,
                             device=self.device, score=self.score, confidence=self.confidence)
         blocks = prediction_blocks(chunk, predictions, upos=upos, keep_deps=self.keep_deps)
-        return Annotated(blocks, len(chunk), unknown=unknown, scores=predictions.scores)
+        return blocks, 0, predictions.scores
 
     def _trees(self, chunk: list[Sentence], words: list[Sentence], upos, *, position: int,
                constraints: Sequence[ArcConstraints | None] | None) -> tuple[list[str], int]:

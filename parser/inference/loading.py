@@ -1,7 +1,14 @@
-"""A trained parser restored from its checkpoint."""
+"""A trained parser restored from its checkpoint.
+
+Its dimensions come from the checkpoint's config: before any weight is allocated the model is
+built on torch's ``meta`` device (shapes only) and its parameter bytes are compared with the
+memory available (:func:`check_model_memory`), so that a config claiming, say,
+``model.lstm_hidden=400000`` is refused by name instead of ending in an allocation failure.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -15,7 +22,8 @@ from parser.models.decoder import Decoder
 from parser.models.parser_model import ParserModel, build_parser, ud_rules_of, upos_ids
 from parser.runtime.checkpoint import CheckpointError, load_checkpoint
 
-__all__ = ["load_decoder", "load_parser", "parser_from_state", "with_overrides"]
+__all__ = ["available_memory", "check_model_memory", "load_decoder", "load_parser",
+           "parser_from_state", "with_overrides"]
 
 
 def load_parser(
@@ -39,6 +47,7 @@ def parser_from_state(state: dict, *, where: str) -> tuple[ParserModel, Vocabula
     config = state["config"]
     model_cfg = OmegaConf.merge(OmegaConf.structured(ModelConfig), config["model"])
     vocabs = Vocabularies.from_state_dict(state["vocabs"])
+    check_model_memory(model_cfg, vocabs, where=where)
     model = build_parser(model_cfg, vocabs.sizes(), upos=vocabs.upos, chars=vocabs.chars,
                          rels=vocabs.rels)
     model.load_state_dict(state["model"])
@@ -76,3 +85,37 @@ def with_overrides(decoder: Decoder, vocabs: Vocabularies, *, projective: bool |
     if ud_rules is not None:
         changes["ud_rules"] = ud_rules_of(ud_rules, vocabs.rels, vocabs.upos)
     return replace(decoder, **changes)
+
+
+def check_model_memory(model_cfg, vocabs: Vocabularies, *, where: str,
+                       available: int | None = None) -> int:
+    """The bytes of the parameters the config ``model_cfg`` describes, counted on the ``meta``
+    device (nothing allocated); a :class:`CheckpointError` naming the largest dimensions of the
+    config when they exceed ``available`` (default: :func:`available_memory`)."""
+    with torch.device("meta"):
+        shapes = build_parser(model_cfg, vocabs.sizes(), upos=vocabs.upos, chars=vocabs.chars,
+                              rels=vocabs.rels)
+    needed = sum(t.numel() * t.element_size() for t in (*shapes.parameters(), *shapes.buffers()))
+    available = available_memory() if available is None else available
+    if needed > available:
+        dims = sorted(((value, key) for key, value in OmegaConf.to_container(model_cfg).items()
+                       if isinstance(value, int) and not isinstance(value, bool)), reverse=True)
+        largest = ", ".join(f"model.{key}={value}" for value, key in dims[:3])
+        raise CheckpointError(
+            f"{where}: its config describes a model of {needed:,} bytes of parameters ({largest}"
+            f", ...) but {available:,} bytes of memory are available; a config that does not "
+            "match its weights (an edited or damaged checkpoint), or a model for a larger machine")
+    return needed
+
+
+def available_memory() -> int:
+    """Bytes of memory available to a new allocation: ``MemAvailable`` of ``/proc/meminfo``
+    (Linux), else the free physical pages."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")

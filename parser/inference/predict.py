@@ -10,14 +10,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from parser.data.conllu_stream import stream_conllu, stream_tokenized
-from parser.inference.annotator import Annotator
+from parser.inference.annotator import MAX_WORDS, Annotator, ParseCount
 from parser.inference.parse import reads_upos, report_unknown_words
 from parser.runtime.device import bound_kernel_cache, resolve_device
 from parser.runtime.io_atomic import atomic_write
 from parser.runtime.user_files import input_file, output_file
 from parser.tagger.predict import load_tagger
 
-__all__ = ["predict_file"]
+__all__ = ["predict_file", "report_failures"]
 
 log = logging.getLogger("parser.predict")
 
@@ -29,10 +29,12 @@ def predict_file(
     projective: bool | None = None, attach_to_units: Sequence[str] | None = None,
     ud_rules: str | Sequence[str] | None = None, keep_deps: bool = False, chunk_size: int = 1000,
     confidence: bool = False, kbest: int = 0, samples: int = 0, seed: int = 0,
-    keep_heads: str = "none",
-) -> int:
+    keep_heads: str = "none", max_words: int = MAX_WORDS,
+) -> ParseCount:
     """Parse ``input_path`` (CoNLL-U, or tokenised text: ``format``) with ``checkpoint``, write
-    ``output_path`` atomically; returns the number of sentences read. The input is read twice,
+    ``output_path`` atomically; returns the number of sentences read, with ``failed``: those
+    written as read with ``# parse_error`` (not parsed: see
+    :mod:`parser.inference.annotator`; over ``max_words``, among others). The input is read twice,
     checked then annotated ``chunk_size`` sentences at a time (memory does not grow with its
     length). ``tagger`` tags the words without UPOS (all when ``retag``); ``projective``,
     ``attach_to_units`` and ``ud_rules`` override the checkpoint's decoder; the other options are
@@ -59,21 +61,26 @@ def predict_file(
         checkpoint, device=device, projective=projective, attach_to_units=attach_to_units,
         ud_rules=ud_rules, retag=retag, kbest=kbest, samples=samples, seed=seed,
         keep_heads=keep_heads, confidence=confidence, keep_deps=keep_deps,
-        tokens_per_batch=tokens_per_batch, name=str(input_path),
+        tokens_per_batch=tokens_per_batch, max_words=max_words, name=str(input_path),
         tagger=_tagger(tagger, retag=retag, missing=missing, total=total, device=device,
                        input_path=input_path))
     _check_upos(annotator, tagger, missing=missing, total=total, input_path=input_path)
     # Second pass: chunk by chunk, in input order; the output replaces nothing until it is whole.
-    unknown = refused = 0
+    unknown = failed = 0
     with atomic_write(output_path) as out:
         for part in annotator.stream(sentences(report=False), chunk_size=chunk_size):
             out.writelines(part.blocks)
-            unknown, refused = unknown + part.unknown, refused + part.refused
+            unknown, failed = unknown + part.unknown, failed + part.failed
     report_unknown_words(unknown, total, name=str(input_path))
-    if refused:
-        log.warning("%s: %d of %d sentences refused (their given heads admit no tree): written as "
-                    "read, with a '# parse_error' comment", input_path, refused, count)
-    return count
+    report_failures(failed, count, name=str(input_path))
+    return ParseCount(count, failed=failed)
+
+
+def report_failures(failed: int, count: int, *, name: str) -> None:
+    """Warn, when some sentences were not parsed, how many (the warnings before name each)."""
+    if failed:
+        log.warning("%s: %d of %d sentences failed (not parsed: written as read, with a "
+                    "'# parse_error' comment)", name, failed, count)
 
 
 def _count(sentences) -> tuple[int, int, int]:

@@ -6,8 +6,9 @@
 - samples (``samples=K``): the same with ``# sample = i`` (1-based, in draw order).
 - In both, ``# sent_id`` becomes ``<sent_id>/<r>`` (rank or sample number) so that ids stay
   unique; a sentence without one gets ``<its 1-based position in the input>/<r>``.
-- A sentence whose fixed arcs admit no tree is written once, as read (no column changed), with
-  ``# parse_error = ...`` saying why and naming the words.
+- A sentence not parsed (fixed arcs that admit no tree, naming the words; over ``max_words``; a
+  parse that failed: :mod:`parser.inference.annotator`) is written once, as read (no column
+  changed), with ``# parse_error = ...`` saying why (:func:`error_block`).
 
 ``confidence`` adds to every tree what :mod:`parser.inference.confidence` writes for the best one.
 """
@@ -22,9 +23,10 @@ from parser.data.conllu_io import Sentence, format_sentence
 from parser.inference.alternatives import SentenceTrees, Tree
 from parser.inference.confidence import confidence_annotations
 
-__all__ = ["tree_blocks", "tree_prob"]
+__all__ = ["error_block", "tree_blocks", "tree_prob"]
 
 MODES = ("best", "kbest", "samples")
+REASON_CHARS = 500  # a parse_error comment (an exception's message can be pages long)
 
 
 def tree_prob(log_prob: float) -> str:
@@ -44,7 +46,7 @@ def tree_blocks(sentence: Sentence, entry: SentenceTrees, *, position: int, mode
     if mode not in MODES:
         raise ValueError(f"mode={mode!r}: expected one of {', '.join(MODES)}")
     if entry.error is not None:
-        yield format_sentence(sentence, comments={"parse_error": _one_line(entry.error)})
+        yield error_block(sentence, entry.error)
         return
     if upos is None:
         upos = entry.upos
@@ -60,6 +62,15 @@ def tree_blocks(sentence: Sentence, entry: SentenceTrees, *, position: int, mode
             [misc], [extra] = confidence_annotations([tree.confidence])
             comments.update(extra)
         yield _block(shown, tree, upos=upos, keep_deps=keep_deps, misc=misc, comments=comments)
+
+
+def error_block(sentence: Sentence, reason: str) -> str:
+    """A sentence not parsed: its block as read with ``# parse_error = <reason>`` (one line, at
+    most :data:`REASON_CHARS` characters)."""
+    reason = _one_line(reason)
+    if len(reason) > REASON_CHARS:
+        reason = reason[: REASON_CHARS - 3] + "..."
+    return format_sentence(sentence, comments={"parse_error": reason})
 
 
 def _block(sentence: Sentence, tree: Tree, *, upos, keep_deps: bool, misc, comments) -> str:
