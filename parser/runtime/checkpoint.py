@@ -86,6 +86,7 @@ class CheckpointManager:
         self.keep_last = keep_last
         self._last: _Entry | None = None  # the set as the manifest names it (None: no manifest)
         self._best: _Entry | None = None
+        self.manifest_found = False  # whether read_manifest found one
 
     @property
     def best_path(self) -> Path:
@@ -132,12 +133,14 @@ class CheckpointManager:
     def read_manifest(self) -> None:
         """The set as ``manifest.json`` names it (none: a folder of an earlier version's run)."""
         self._last = self._best = None
+        self.manifest_found = False
         if not self.manifest_path.is_file():
             return
         try:
             manifest = json.loads(self.manifest_path.read_text(encoding="utf-8"))
             self._last = _entry(manifest["last"], file="file")
             self._best = None if manifest["best"] is None else _entry(manifest["best"], file="source")
+            self.manifest_found = True
         except (ValueError, KeyError, TypeError) as error:
             self._last = self._best = None
             log.warning("%s is unreadable (%s: %s) and was ignored: resuming from the newest "
@@ -227,9 +230,6 @@ class CheckpointManager:
         files = self.step_files()
         if self._last is None:
             candidates = files[::-1]
-            if files:
-                log.info("%s has no %s (a run of an earlier version): resuming from its newest "
-                         "readable step file", self.directory, MANIFEST)
         else:
             named = self.directory / self._last.file
             candidates = [named, *(p for p in files[::-1] if _step(p) < self._last.step)]

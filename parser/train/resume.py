@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from parser.runtime.checkpoint import CheckpointError, CheckpointManager, load_checkpoint
+from parser.runtime.checkpoint import MANIFEST, CheckpointError, CheckpointManager, load_checkpoint
 
 __all__ = ["RESUMABLE_KEYS", "config_differences", "resolve_resume"]
 
@@ -65,7 +65,10 @@ def resolve_resume(
                 f"{', '.join(k.split('.', 1)[1] for k in RESUMABLE_KEYS[:6])}, ... may change), "
                 "or name the checkpoint: trainer.resume=<path>"
             )
-        log.info("resuming from %s (step %s)", path, state.get("trainer", {}).get("step"))
+        log.info("resuming from %s (step %s)%s", path, state.get("trainer", {}).get("step"),
+                 "" if checkpoints.manifest_found else
+                 f": the newest readable step file, the folder has no {MANIFEST} (a run of an "
+                 "earlier version, or one killed in its first save)")
         _adopt(checkpoints, state)
         return state
     path = Path(resume).expanduser()

@@ -1,5 +1,5 @@
 """Runs on the tiny fixtures for the fault-injection tests: the command line of a training run,
-a byte snapshot of a folder, a reference run's weights."""
+a byte snapshot of a folder, a reference run's weights, the three tasks of the loop."""
 
 from __future__ import annotations
 
@@ -9,11 +9,20 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
+from parser.cli.train import main as parser_main
+from parser.cli.train_tagger import main as tagger_main
+from parser.cli.train_tokenizer import main as tokenizer_main
 from parser.train.loop import Trainer
+from parser.train.tasks.parser_task import ParserTask
+from parser.train.tasks.tagger_task import TaggerTask
+from parser.train.tasks.tokenizer_task import TokenizerTask
+from tests.tagger.helpers import TINY_TAGGER, tagger_config
+from tests.tokenize.helpers import TINY_TOKENIZER, tokenizer_config
 from tests.train.helpers import QUIET, TINY_MODEL, tiny_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -21,6 +30,28 @@ REPO = Path(__file__).resolve().parents[2]
 OPTIONS = ["trainer.max_steps=12", "trainer.eval_every=3", "trainer.keep_last=2",
            "trainer.patience=null", "model.dropout=0.2", "trainer.final_eval=false",
            "trainer.num_threads=1"]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One task of the loop, as a test runs it: in process or as its command."""
+
+    module: str
+    main: Callable
+    task: Callable
+    compose: Callable  # the tiny data and model, and overrides
+    tiny: tuple[str, ...]  # what ``compose`` adds, for a command line
+    dropout: tuple[str, ...]
+
+
+TASK_KINDS = {
+    "parser": Kind("parser.cli.train", parser_main, ParserTask, tiny_config,
+                   ("data=tiny", *TINY_MODEL, *QUIET), ("model.dropout=0.2",)),
+    "tagger": Kind("parser.cli.train_tagger", tagger_main, TaggerTask, tagger_config,
+                   ("data=tiny", *TINY_TAGGER), ("tagger.dropout=0.2", "tagger.word_dropout=0.2")),
+    "tokenizer": Kind("parser.cli.train_tokenizer", tokenizer_main, TokenizerTask, tokenizer_config,
+                      tuple(TINY_TOKENIZER), ("model.dropout=0.2",)),
+}
 
 
 def train_argv(run_dir: Path, *extra: str) -> list[str]:

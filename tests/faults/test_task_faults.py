@@ -8,24 +8,22 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import torch
 
-from parser.cli.train_tagger import main as tagger_main
-from parser.cli.train_tokenizer import main as tokenizer_main
 from parser.objectives.base import Output
 from parser.runtime.checkpoint import load_checkpoint
 from parser.runtime.errors import NonFiniteError
 from parser.train.loop import Trainer
-from parser.train.tasks.tagger_task import TaggerTask
-from parser.train.tasks.tokenizer_task import TokenizerTask
-from tests.faults.helpers import REPO, assert_same_weights, refuse_second_run_then_kill
-from tests.tagger.helpers import TINY_TAGGER, tagger_config
-from tests.tokenize.helpers import TINY_TOKENIZER, tokenizer_config
+from tests.faults.helpers import (
+    REPO,
+    TASK_KINDS,
+    Kind,
+    assert_same_weights,
+    refuse_second_run_then_kill,
+)
 
 # 24 steps, a checkpoint every 3, dropout on: data order, RNG streams, optimiser moments and the
 # schedule must all come back for the weights to match exactly.
@@ -33,22 +31,7 @@ OPTIONS = ["trainer.max_steps=24", "trainer.eval_every=3", "trainer.keep_last=2"
            "trainer.patience=null", "trainer.final_eval=false", "trainer.num_threads=1"]
 
 
-@dataclass(frozen=True)
-class Kind:
-    module: str
-    main: Callable
-    task: Callable
-    compose: Callable  # the tiny data and model, and overrides
-    tiny: tuple[str, ...]  # what ``compose`` adds, for a command line
-    dropout: tuple[str, ...]
-
-
-KINDS = {
-    "tagger": Kind("parser.cli.train_tagger", tagger_main, TaggerTask, tagger_config,
-                   ("data=tiny", *TINY_TAGGER), ("tagger.dropout=0.2", "tagger.word_dropout=0.2")),
-    "tokenizer": Kind("parser.cli.train_tokenizer", tokenizer_main, TokenizerTask, tokenizer_config,
-                      tuple(TINY_TOKENIZER), ("model.dropout=0.2",)),
-}
+KINDS = {name: kind for name, kind in TASK_KINDS.items() if name != "parser"}  # the parser's: test_checkpoint_faults
 
 
 def _argv(kind: Kind, run_dir: Path, *extra: str) -> list[str]:
