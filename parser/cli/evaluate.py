@@ -17,7 +17,10 @@ and its ``.metrics.json`` (``metrics=`` to choose another path), and scores it. 
 defaults to ``<run>/eval/``, a folder beside the run's ``checkpoints/`` (for a checkpoint outside
 a ``checkpoints/`` folder: ``eval/`` beside the checkpoint); nothing is ever written into a
 ``checkpoints/`` folder. Both forms print UAS/LAS (official CoNLL 2018 script, via ``udtools``)
-with breakdowns.
+with breakdowns. A sentence the checkpoint cannot parse (more than ``max_words=`` words,
+default 1000, or a failed parse) is written as read with ``# parse_error``, as ``parser-predict``
+does; its gold heads would then be scored, so the command stops with an error naming the count
+(status 2) instead of printing scores.
 
 A metrics file that the run's final evaluation wrote (``<run>/{dev,test}.pred.metrics.json``) is
 never replaced: choose another ``metrics=`` path.
@@ -91,6 +94,7 @@ OPTIONS = {
     "projective": None,  # true | false: decoder of checkpoint= (default: the checkpoint's model.projective)
     "attach_to_units": None,  # PUNCT,CCONJ | none: UD punct/cc re-attachment (default: the checkpoint's)
     "ud_rules": None,  # all | none | rule names (parser.models.ud_rules; default: the checkpoint's)
+    "max_words": "1000",  # checkpoint=: the longest sentence parsed (a longer one fails the command)
     "pipeline": None,  # a pipeline file: parse the split's raw text (parser.cli.evaluate_raw)
     "compare": None,  # a second prediction file of gold=: is pred= vs compare= significant?
     "test": None,  # bootstrap | randomization (with compare=; default bootstrap)
@@ -121,9 +125,16 @@ def evaluate(args: dict) -> tuple[dict, Path | None]:
         _refuse_checkpoints_folder(metrics_path, option="metrics")
         _refuse_final_metrics(metrics_path)
     if args["checkpoint"]:  # every path checked before parsing
-        predict_file(Path(args["checkpoint"]).expanduser(), gold_path, pred_path, format="conllu",
-                     device=args["device"], tokens_per_batch=int(args["tokens_per_batch"]),
-                     tagger=args["tagger"], retag=bool(args["tagger"]), **decoder_overrides(args))
+        parsed = predict_file(
+            Path(args["checkpoint"]).expanduser(), gold_path, pred_path, format="conllu",
+            device=args["device"], tokens_per_batch=int(args["tokens_per_batch"]),
+            tagger=args["tagger"], retag=bool(args["tagger"]),
+            max_words=_integer(args["max_words"], option="max_words"), **decoder_overrides(args))
+        if parsed.failed:  # written as read: their gold heads would be scored as predictions
+            raise ValueError(
+                f"checkpoint={args['checkpoint']}: {parsed.failed} of {parsed} sentences of "
+                f"{gold_path} were not parsed ('# parse_error' in {pred_path}; the warnings name "
+                "them), so the file is not scored; over-long sentences: raise max_words=")
     _check_files(gold_path, pred_path)
     report = file_report(gold_path, pred_path)
     if args["tagger"]:

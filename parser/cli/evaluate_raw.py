@@ -36,6 +36,9 @@ def evaluate_raw_text(pipeline: Pipeline, gold_path: str | Path, out_dir: str | 
     paragraphs = write_raw_text(gold_path, text_path)
     started = time.time()
     sentences = pipeline.parse_file(text_path, pred_path)
+    if sentences.failed:  # written unparsed: the official script cannot score them
+        raise ValueError(f"{pred_path}: {sentences.failed} of {sentences} sentences were not "
+                         "parsed ('# parse_error'; the warnings name them), so it is not scored")
     seconds = time.time() - started
     scores = official_evaluation(gold_path, pred_path)
     return {"gold": str(gold_path), "text": str(text_path), "pred": str(pred_path),

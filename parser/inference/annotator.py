@@ -53,8 +53,9 @@ log = logging.getLogger(__name__)
 # leaves sentences of up to 39 words batched as before and splits batches of longer ones.
 CELLS_PER_TOKEN = 40
 KEEP_HEADS = ("none", "given")
-# The longest sentence parsed as one tree: its [N+1, N+1, L] scores and the CRF's O(N^3) work
-# (1,000 words: about 10 s and 0.8 GB on one CPU core; 3,000 words: 288 s and 4.2 GB).
+# The longest sentence parsed as one tree: its [N+1, N+1, L] scores and the CRF's O(N^3) work.
+# One sentence, default model dimensions, one busy CPU thread: 500 words 3.5 s and 0.45 GB peak,
+# 1,000 words 20 s and 0.77 GB; 3,000 words took 288 s and 4.2 GB (issue 39).
 MAX_WORDS = 1000
 # What a sentence's parse may raise that costs only that sentence (torch's out-of-memory is a
 # RuntimeError: the halved batch may fit). NotImplementedError (an option the model cannot give,
