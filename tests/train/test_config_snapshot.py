@@ -27,7 +27,8 @@ GE_FAMILIES = (
     "ge_alone_harmony_punct", "ge_alone_harmony_long", "ge_alone_harmony_decoded", "ge_alone_clauses",
     "ge_alone_selftrain", "ge_alone_selftrain_decoder",
 )
-FAMILIES = (*GE_FAMILIES, "ewt_biaffine", "ewt_biaffine_cpu", "ewt_loglinear", "quickstart", "ssl_ewt", "ssl_transfer")
+FAMILIES = (*GE_FAMILIES, "ewt_biaffine", "ewt_biaffine_cpu", "ewt_loglinear", "quickstart", "ssl_ewt", "ssl_transfer",
+            "release_cpu", "release_gpu")
 
 # Old experiment -> the overrides that replace it. The GE families: one file per family, the
 # treebank by data=<treebank> (``ge_alone_clauses_de_gsd`` -> ``experiment=ge_alone_clauses
@@ -45,7 +46,8 @@ MIGRATION: dict[str, list[str]] = {
 SWEEPS = {f"ge_alone{suffix}": "treebanks" for suffix in
           ("", "_clauses", "_coordination", "_harmony", "_harmony_punct", "_structural", "_tuned")}
 NEW_KEYS = ("family", "data.unlabeled_split", "data.short_max_length", "data.dev_fraction",  # added
-            "model.encoder", "model.upos_input", "model.tag_loss_weight", "model.ud_rules")
+            "model.encoder", "model.upos_input", "model.tag_loss_weight", "model.ud_rules",
+            "trainer.preempt_signals")
 
 
 def migrate(overrides: list[str]) -> list[str]:
