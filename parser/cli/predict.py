@@ -63,7 +63,7 @@ with ``# parse_error = <reason>``, a warning names it (sentence id and line), an
 parsed. The summary then says how many: ``parsed N sentences, K failed (# parse_error) ->
 out.conllu``, and the exit status is 3 (the output is whole; 0: every sentence parsed; 2: bad
 input or options, nothing written). ``max_words`` (default 1000) bounds the memory and time of
-one tree (1,000 words: about 10 s and 0.8 GB on a CPU core). Malformed CoNLL-U (a HEAD that is
+one tree (1,000 words: about 20 s and 0.8 GB on one CPU thread). Malformed CoNLL-U (a HEAD that is
 not a word index of its sentence, of any length, among others) is bad input: ``file:line:``
 error and status 2, unless ``on_invalid=skip``, which leaves such sentences out.
 """

@@ -28,6 +28,7 @@ import logging
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Self
 
 import conllu
 import torch
@@ -69,7 +70,7 @@ class ParseCount(int):
 
     failed: int
 
-    def __new__(cls, count: int, *, failed: int = 0) -> ParseCount:
+    def __new__(cls, count: int, *, failed: int = 0) -> Self:
         value = super().__new__(cls, count)
         value.failed = failed
         return value
