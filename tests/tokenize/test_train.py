@@ -34,7 +34,7 @@ def test_it_learns_the_training_text(trained):
     assert results["dev"]["sentences_f1"] >= 90.0
     assert json.loads((run / "results.json").read_text())["dev"] == results["dev"]
     assert sorted(p.name for p in (run / "checkpoints").iterdir()) == [
-        "best.pt", "step-00000035.pt", "step-00000070.pt"]
+        "best.pt", "manifest.json", "step-00000035.pt", "step-00000070.pt"]
     assert list((run / "tb").glob("events.out.tfevents.*"))  # TensorBoard in tb/, as every trainer's
 
 
