@@ -56,7 +56,7 @@ class PreemptionSignals:
         self.received: signal.Signals | None = None
         self._previous: dict[signal.Signals, object] = {}
 
-    def __enter__(self) -> PreemptionSignals:
+    def __enter__(self) -> PreemptionSignals:  # noqa: PYI034 - a final class
         if self.signals and threading.current_thread() is not threading.main_thread():
             log.warning("training outside the main thread: %s stop the run without a checkpoint",
                         ", ".join(s.name for s in self.signals))

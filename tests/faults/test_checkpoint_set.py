@@ -123,7 +123,7 @@ def test_a_kill_at_any_write_of_a_save_leaves_the_old_set_or_the_new(saved, tmp_
         trainer = Trainer(tiny_config(*OPTIONS, "trainer.max_steps=6", "trainer.resume=last"),
                           run_dir=run_dir)
 
-        def kill(name: str, where: str) -> None:
+        def kill(name: str, where: str, run_dir: Path = run_dir, crashed: Path = crashed) -> None:
             shutil.copytree(run_dir, crashed)  # the folder as kill -9 leaves it, then stop
             raise _Killed(f"{name} {where}")
 
