@@ -23,6 +23,7 @@ import sys
 import time
 from pathlib import Path
 
+from udpipe_tokenizer import read_sentences  # experiments/: the scripts' folder is on sys.path
 from ufal import udpipe
 
 from parser.data.paths import available_treebanks
@@ -33,24 +34,12 @@ from parser.tokenize import write_raw_text
 ROWS = ("Tokens", "Sentences", "Words", "UPOS", "UAS", "LAS")
 
 
-def read_sentences(path: Path) -> udpipe.Sentences:
-    reader = udpipe.InputFormat.newConlluInputFormat()
-    reader.setText(path.read_text(encoding="utf-8"))
-    error, sentences, sentence = udpipe.ProcessingError(), udpipe.Sentences(), udpipe.Sentence()
-    while reader.nextSentence(sentence, error):
-        sentences.push_back(sentence)
-        sentence = udpipe.Sentence()
-    if error.occurred():
-        raise SystemExit(f"{path}: {error.message}")
-    return sentences
-
-
 def train_model(train: Path, dev: Path | None, model_path: Path) -> float:
     """UDPipe's tokenizer, tagger and parser trained with default options; returns seconds."""
     started = time.time()
-    heldout = read_sentences(dev) if dev else udpipe.Sentences()
     error = udpipe.ProcessingError()
-    model = udpipe.Trainer.train("morphodita_parsito", read_sentences(train), heldout,
+    heldout = read_sentences(udpipe, dev, error) if dev else udpipe.Sentences()
+    model = udpipe.Trainer.train("morphodita_parsito", read_sentences(udpipe, train, error), heldout,
                                  udpipe.Trainer.DEFAULT, udpipe.Trainer.DEFAULT,
                                  udpipe.Trainer.DEFAULT, error)
     if error.occurred():

@@ -44,9 +44,9 @@ def _udpipe():
 def train(train_path: Path, heldout: Path | None, model_path: Path, options: str) -> None:
     udpipe = _udpipe()
     error = udpipe.ProcessingError()
-    text, held = _sentences(udpipe, train_path, error), udpipe.Sentences()
+    text, held = read_sentences(udpipe, train_path, error), udpipe.Sentences()
     if heldout:
-        held = _sentences(udpipe, heldout, error)
+        held = read_sentences(udpipe, heldout, error)
     started = time.time()
     model = udpipe.Trainer.train("morphodita_parsito", text, held, options, "none", "none", error)
     if error.occurred():
@@ -55,7 +55,7 @@ def train(train_path: Path, heldout: Path | None, model_path: Path, options: str
     print(f"trained in {time.time() - started:.0f}s -> {model_path}", flush=True)
 
 
-def _sentences(udpipe, path: Path, error):
+def read_sentences(udpipe, path: Path, error):
     reader = udpipe.InputFormat.newConlluInputFormat()
     reader.setText(path.read_text(encoding="utf-8"))
     sentences, sentence = udpipe.Sentences(), udpipe.Sentence()
