@@ -6,9 +6,12 @@ For constraint ``k`` (see ``parser.constraints``) the model value is
 sparse first-order ``expect`` (exact gradient by autograd, Zmigrod et al. 2021), or for a
 second-order constraint (``grandparent``) from the pairwise marginals of its arc pairs
 (``TreeCRF.arc_pair_marginals``, equally exact and differentiable), summed over the
-batch (``aggregate="batch"``) or over every unlabeled sentence seen so far (``"corpus"``: a cache of
-detached per-sentence vectors indexed by ``batch.index``, the current batch's entries replaced by
-their live values). The loss compares ``m`` with the targets ``t`` over the constraints that have
+batch (``aggregate="batch"``) or over the corpus (``"corpus"``), kept one of two ways (``corpus``):
+``"running"`` (default; ``parser.objectives.ge_running``), two ``[K]`` vectors of decayed totals of
+every batch seen so far plus the batch's live values, bounded whatever the corpus size; or
+``"cache"`` (``parser.objectives.ge_cache``), the exact sum over every unlabeled sentence seen so
+far from detached per-sentence vectors indexed by ``batch.index``, the current batch's entries
+replaced by their live values, linear in the corpus. The loss compares ``m`` with the targets ``t`` over the constraints that have
 at least one child word: ``sum_k (t_k - m_k)^2`` (``criterion="squared"``, Druck et al.) or
 ``sum_k KL(Bernoulli(t_k) || Bernoulli(m_k))`` (``"kl"``). A one-sided constraint (``bound:
 lower`` or ``upper``) contributes only while it is violated (``m_k < t_k``, resp. ``m_k > t_k``):
@@ -30,7 +33,8 @@ multiplies its groups' penalties.
 
 Under data parallelism ``WeightedSum`` calls ``across_ranks``: the per-sentence expectations and
 counts are summed over ranks (a differentiable all-reduce) before the divergence, so every rank
-holds the loss of the global batch, and the corpus cache is updated with every rank's sentences.
+holds the loss of the global batch, and the corpus cache (or the running totals) is updated with
+every rank's sentences.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from torch import Tensor
 
 from parser.objectives.base import Output, ParserOutput, Ranks
 from parser.objectives.ge_cache import ExpectationCache
+from parser.objectives.ge_running import RunningTotals
 from parser.objectives.registry import Resources, register
 
 if TYPE_CHECKING:
@@ -51,6 +56,7 @@ if TYPE_CHECKING:
 
 CRITERIA = ("squared", "kl")
 AGGREGATES = ("batch", "corpus")
+CORPORA = ("running", "cache")
 TARGETS = ("given", "estimated")
 
 
@@ -68,8 +74,8 @@ class GEAggregate:
 
 @dataclass(frozen=True)
 class GEOptions:
-    """The options of a ``ge`` term: ``criterion``, ``aggregate``, ``eps`` (see
-    ``GeneralizedExpectation``), and the constraint set the trainer loads and passes as
+    """The options of a ``ge`` term: ``criterion``, ``aggregate``, ``corpus``, ``decay``, ``eps``
+    (see ``GeneralizedExpectation``), and the constraint set the trainer loads and passes as
     ``constraints=``: ``constraints`` (a set name or YAML file, ``oracle`` from the labeled trees)
     and ``top_k`` (an oracle set's size). ``targets: estimated`` re-estimates the targets on the
     run's labeled trees, unrounded, each constraint weighted by a confidence
@@ -81,6 +87,8 @@ class GEOptions:
 
     criterion: str = "squared"
     aggregate: str = "batch"
+    corpus: str = "running"
+    decay: float = 0.99
     eps: float = 1e-6
     constraints: str = "ud_universal"
     top_k: int = 20
@@ -111,9 +119,11 @@ class GEOptions:
 class GeneralizedExpectation:
     """GE criterion over ``constraints`` (a ``parser.constraints.ConstraintSet``).
 
-    criterion: ``"squared"`` or ``"kl"``; aggregate: ``"batch"`` or ``"corpus"``; ``eps`` keeps
-    the model proportions inside ``[eps, 1 - eps]`` for the KL. ``cache`` holds the corpus
-    expectations (mutable state; save it with ``cache.state_dict()``).
+    criterion: ``"squared"`` or ``"kl"``; aggregate: ``"batch"`` or ``"corpus"``; corpus (how
+    ``aggregate="corpus"`` keeps the corpus): ``"running"`` (totals decayed by ``decay`` per batch,
+    in ``running``) or ``"cache"`` (exact, per sentence, in ``cache``); ``eps`` keeps the model
+    proportions inside ``[eps, 1 - eps]`` for the KL. ``cache`` and ``running`` are mutable state
+    (saved by ``state_dict()``).
     Logs ``loss``, ``mean_abs_error`` (mean |t - m| over active constraints; 0 for a satisfied
     one-sided constraint; ``min(q, 1 - q)`` for a consistency group) and ``active`` (constraints
     plus consistency groups), and, with consistency groups, ``consistency`` (their penalty sum).
@@ -122,20 +132,29 @@ class GeneralizedExpectation:
     constraints: ConstraintSet
     criterion: str = "squared"
     aggregate: str = "batch"
+    corpus: str = "running"
+    decay: float = 0.99
     eps: float = 1e-6
     cache: ExpectationCache = field(default_factory=ExpectationCache, compare=False, repr=False)
+    running: RunningTotals = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.criterion not in CRITERIA:
             raise ValueError(f"GeneralizedExpectation: criterion must be one of {CRITERIA}, got {self.criterion!r}")
         if self.aggregate not in AGGREGATES:
             raise ValueError(f"GeneralizedExpectation: aggregate must be one of {AGGREGATES}, got {self.aggregate!r}")
+        if self.corpus not in CORPORA:
+            raise ValueError(f"GeneralizedExpectation: corpus must be one of {CORPORA}, got {self.corpus!r}")
         if not 0 < self.eps < 0.5:
             raise ValueError(f"GeneralizedExpectation: eps must be in (0, 0.5), got {self.eps}")
+        object.__setattr__(self, "running", RunningTotals(decay=self.decay))
 
     @classmethod
     def from_options(cls, options: GEOptions, resources: Resources) -> GeneralizedExpectation:
-        return cls(resources.constraints, criterion=options.criterion, aggregate=options.aggregate, eps=options.eps)
+        return cls(
+            resources.constraints, criterion=options.criterion, aggregate=options.aggregate,
+            corpus=options.corpus, decay=options.decay, eps=options.eps,
+        )
 
     def __call__(self, out: ParserOutput, batch: Batch) -> Output:
         result = self.loss_of(self.aggregate_of(out, batch))
@@ -144,12 +163,14 @@ class GeneralizedExpectation:
     def across_ranks(self, out: ParserOutput, batch: Batch, ranks: Ranks) -> Output:
         """The loss of the global batch (``aggregate="batch"``) or of the corpus seen so far by all
         ranks (``"corpus"``), the same on every rank: this rank's expectations summed over ranks
-        (with autograd) before the divergence; the corpus cache, identical on every rank, takes
-        every rank's sentences."""
+        (with autograd) before the divergence; the corpus cache or running totals, identical on
+        every rank, take every rank's sentences."""
         expected, counts = self.sentence_expectations(out, batch)  # [B_r, K]
         live_expected, live_counts = ranks.sum(expected.sum(0)), ranks.sum(counts.sum(0))
         if self.aggregate == "batch":
             aggregate = GEAggregate(live_expected, live_counts)
+        elif self.corpus == "running":
+            aggregate = GEAggregate(*self.running.fold(live_expected, live_counts))
         else:
             if batch.index is None:
                 raise ValueError("GeneralizedExpectation(aggregate='corpus') needs batch.index (sentence ids)")
@@ -165,13 +186,22 @@ class GeneralizedExpectation:
         return Output(result.loss.to(out.dist.scores.dtype), result.logs)
 
     def state_dict(self) -> dict[str, dict]:
-        """The mutable state (the corpus cache) for a checkpoint."""
-        return {"cache": self.cache.state_dict()}
+        """The mutable state (the corpus cache and the running totals) for a checkpoint."""
+        return {"cache": self.cache.state_dict(), "running": self.running.state_dict()}
 
     def load_state_dict(self, state: dict[str, dict]) -> None:
+        """Restore :meth:`state_dict`'s output. A checkpoint from before the running totals
+        (no ``running`` entry) resumes a ``corpus="running"`` term only if it never used them."""
         if "cache" not in state:
             raise ValueError(f"GeneralizedExpectation.load_state_dict: no 'cache' entry in {sorted(state)}")
+        if "running" not in state and self.aggregate == "corpus" and self.corpus == "running":
+            raise ValueError(
+                "GeneralizedExpectation.load_state_dict: the checkpoint has the exact corpus cache but no "
+                "running totals; resume it with objective.terms.<ge term>.corpus=cache"
+            )
         self.cache.load_state_dict(state["cache"])
+        if "running" in state:
+            self.running.load_state_dict(state["running"])
 
     def sentence_expectations(self, out: ParserOutput, batch: Batch) -> tuple[Tensor, Tensor]:
         """``([B, K] expected firing arcs, [B, K] child-word counts)`` of each sentence, float64."""
@@ -192,10 +222,13 @@ class GeneralizedExpectation:
         return expected, features.counts.to(torch.float64)
 
     def aggregate_of(self, out: ParserOutput, batch: Batch) -> GEAggregate:
-        """Totals over the batch, or over the corpus (updating the cache with this batch)."""
+        """Totals over the batch, or over the corpus (updating the cache or the running totals
+        with this batch)."""
         expected, counts = self.sentence_expectations(out, batch)
         if self.aggregate == "batch":
             return GEAggregate(expected.sum(0), counts.sum(0))
+        if self.corpus == "running":
+            return GEAggregate(*self.running.fold(expected.sum(0), counts.sum(0)))
         if batch.index is None:
             raise ValueError("GeneralizedExpectation(aggregate='corpus') needs batch.index (sentence ids)")
         total_expected, total_counts = self.cache.corpus_totals(batch.index, expected, counts)
@@ -206,7 +239,8 @@ class GeneralizedExpectation:
         """``([K] model proportions m, [K] bool active)``; inactive constraints (no child word)
         read 0."""
         active = aggregate.counts > 0
-        model = aggregate.expected / aggregate.counts.clamp(min=1)
+        # Not clamp(min=1): decayed running totals hold fractional counts.
+        model = aggregate.expected / torch.where(active, aggregate.counts, torch.ones_like(aggregate.counts))
         return torch.where(active, model, torch.zeros_like(model)), active
 
     def loss_of(self, aggregate: GEAggregate) -> Output:

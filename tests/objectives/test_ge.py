@@ -73,7 +73,7 @@ def test_ge_gradcheck():
 
 def test_corpus_aggregate_replaces_cached_rows_with_live_values():
     constraints = constraint_set()
-    objective = GeneralizedExpectation(constraints, aggregate="corpus")
+    objective = GeneralizedExpectation(constraints, aggregate="corpus", corpus="cache")
     first = make_batch(LENGTHS[:2], upos=upos_ids(SENTENCES[:2]), index=[0, 1])
     second = make_batch(LENGTHS[2:], upos=upos_ids(SENTENCES[2:]), index=[2])
     s_first = random_scores(LENGTHS[:2], seed=33)
@@ -102,11 +102,11 @@ def test_corpus_cache_state_round_trip_continues_identically():
     first = make_batch(LENGTHS[:2], upos=upos_ids(SENTENCES[:2]), index=[0, 1])
     second = make_batch(LENGTHS[2:], upos=upos_ids(SENTENCES[2:]), index=[2])
     s_first, s_second = random_scores(LENGTHS[:2], seed=36), random_scores(LENGTHS[2:], seed=37)
-    original = GeneralizedExpectation(constraints, aggregate="corpus")
+    original = GeneralizedExpectation(constraints, aggregate="corpus", corpus="cache")
     original.aggregate_of(ParserOutput(TreeCRF(s_first, first.lengths)), first)
     state = original.state_dict()
     saved = state["cache"]["expected"].clone()
-    restored = GeneralizedExpectation(constraints, aggregate="corpus")
+    restored = GeneralizedExpectation(constraints, aggregate="corpus", corpus="cache")
     restored.load_state_dict(state)
     want = original(ParserOutput(TreeCRF(s_second, second.lengths)), second).loss
     got = restored(ParserOutput(TreeCRF(s_second, second.lengths)), second).loss

@@ -236,7 +236,7 @@ def test_weighted_sum_reduces_each_term_with_its_own_hook():
 
 def test_corpus_ge_gathers_every_ranks_rows_into_its_cache():
     constraints = load_constraints("ud_universal", ["<pad>", "<unk>", "<root>", "DET", "NOUN", "VERB"])
-    ge = GeneralizedExpectation(constraints, aggregate="corpus")
+    ge = GeneralizedExpectation(constraints, aggregate="corpus", corpus="cache")
     objective = WeightedSum((Term("likelihood", Likelihood(), stream="labeled"), Term("ge", ge, stream="unlabeled")))
     out, _ = output()
     ranks = _TwoEqualRanks()
@@ -246,6 +246,6 @@ def test_corpus_ge_gathers_every_ranks_rows_into_its_cache():
     assert isinstance(result, Output) and len(ge.cache) == 4
     assert ge.cache.seen.nonzero().flatten().tolist() == [0, 1, 10, 11]
     # The same trees twice: the proportions, hence the loss, of one process.
-    alone = GeneralizedExpectation(constraints, aggregate="corpus")
+    alone = GeneralizedExpectation(constraints, aggregate="corpus", corpus="cache")
     one = alone(out, make_batch(LENGTHS, upos=[[3, 4, 5], [4, 5]], index=[0, 1]))
     torch.testing.assert_close(result.logs["ge/loss"], one.logs["loss"])

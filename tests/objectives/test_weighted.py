@@ -164,7 +164,7 @@ def test_state_dict_holds_the_stateful_terms_only():
     constraints = load_constraints("ud_universal", ["<pad>", "<unk>", "<root>", "NOUN", "VERB"])
     objective = WeightedSum((
         Term("likelihood", Likelihood(), stream="labeled"),
-        Term("ge", GeneralizedExpectation(constraints, aggregate="corpus")),
+        Term("ge", GeneralizedExpectation(constraints, aggregate="corpus", corpus="cache")),
     ))
     state = objective.state_dict()
     assert set(state) == {"ge"} and state["ge"]["cache"]["expected"] is None
