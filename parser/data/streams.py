@@ -9,7 +9,10 @@ relations from sentences before they are encoded, so the unlabeled stream cannot
 ``"unlabeled"``, ``unlabeled_ratio`` unlabeled batches per labeled one (fractions accumulate).
 An epoch is a pass over the labeled batches (over the unlabeled ones when there are no trees);
 the other stream cycles through its own epochs. Its state (both batchers' positions and the
-interleaving credit) restores the exact place in the stream.
+interleaving credit) restores the exact place in the stream. The unlabeled batcher is a
+:class:`~parser.data.batching.BucketBatcher` over sentences in memory, or a
+:class:`~parser.data.corpus_batches.CorpusBatcher` streaming a corpus from disk
+(``data.unlabeled_corpus``), whose state holds its file position and shuffle buffer.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import numpy as np
 from parser.data.batch import Batch
 from parser.data.batching import BucketBatcher, encode_all
 from parser.data.conllu_io import Sentence
+from parser.data.corpus_batches import CorpusBatcher
 from parser.data.vocab import Vocabularies
 
 __all__ = ["LABELED", "UNLABELED", "TrainingStream", "split_labeled", "strip_annotation"]
@@ -76,7 +80,7 @@ class TrainingStream:
     def __init__(
         self,
         labeled: BucketBatcher | None,
-        unlabeled: BucketBatcher | None,
+        unlabeled: BucketBatcher | CorpusBatcher | None,
         *,
         unlabeled_ratio: float,
     ) -> None:
@@ -105,10 +109,14 @@ class TrainingStream:
         seed: int,
         num_replicas: int = 1,
         rank: int = 0,
+        corpus: CorpusBatcher | None = None,
     ) -> TrainingStream:
         """The stream over encoded ``labeled`` trees and ``unlabeled`` text (either may be
         empty), each shuffled by its own seed (``seed``, ``seed + 1``) and, in a distributed
-        run, sharded by ``rank`` of ``num_replicas``."""
+        run, sharded by ``rank`` of ``num_replicas``. ``corpus``: the unlabeled batches come
+        from it instead (``unlabeled`` must then be empty: the corpus holds that text)."""
+        if corpus is not None and unlabeled:
+            raise ValueError("TrainingStream.from_sentences: give unlabeled sentences or a corpus")
 
         def batcher(
             part: Sequence[Sentence], *, is_labeled: bool, offset: int
@@ -123,7 +131,7 @@ class TrainingStream:
 
         return cls(
             batcher(labeled, is_labeled=True, offset=0),
-            batcher(unlabeled, is_labeled=False, offset=1),
+            corpus if corpus is not None else batcher(unlabeled, is_labeled=False, offset=1),
             unlabeled_ratio=unlabeled_ratio,
         )
 
@@ -144,7 +152,13 @@ class TrainingStream:
         return dropped
 
     @property
-    def primary(self) -> BucketBatcher:
+    def corpus_counts(self) -> dict[str, int] | None:
+        """The streamed corpus's counts (records, sentences, bad, empty, too_long) on this rank;
+        None when the unlabeled text is in memory or not drawn."""
+        return self.unlabeled.counts if isinstance(self.unlabeled, CorpusBatcher) else None
+
+    @property
+    def primary(self) -> BucketBatcher | CorpusBatcher:
         """The batcher whose passes count as epochs."""
         return self.labeled if self.labeled is not None else self.unlabeled
 
@@ -178,7 +192,7 @@ class TrainingStream:
                 return batch
             batcher.set_epoch(batcher.epoch_number + 1)
             self._iterators[kind] = None
-        raise RuntimeError(f"the {kind} batcher yields no batches")  # BucketBatcher forbids this
+        raise RuntimeError(f"the {kind} batcher yields no batches")  # both batchers forbid this
 
     def state_dict(self) -> dict:
         return {

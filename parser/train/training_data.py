@@ -6,7 +6,10 @@ training file (its first ``max_train_sentences``), splits it into labeled trees 
 unlabeled text (``labeled_size`` / ``labeled_fraction``), adds ``unlabeled_file`` when given,
 tags the unlabeled text with ``data.tagger`` where it lacks UPOS (every word with
 ``data.retag_unlabeled``), builds the vocabularies from the training sentences (the unlabeled ones
-stripped of their trees first), and makes the training stream and the dev/test batchers.
+stripped of their trees first), and makes the training stream and the dev/test batchers. With
+``unlabeled_corpus`` the unlabeled batches stream from disk (:mod:`parser.train.corpus_data`):
+the training file's own unlabeled text is the corpus's first records, and ``unlabeled`` holds
+only that text.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from parser.runtime.checkpoint import CheckpointError
 from parser.runtime.user_files import input_file
 from parser.structs import is_projective
 from parser.tagger.predict import load_tagger
+from parser.train.corpus_data import corpus_batcher
 
 __all__ = [
     "TrainingData",
@@ -216,15 +220,15 @@ def load_training_data(
     if cfg.unlabeled_file:
         on_invalid = "raise" if OnInvalid(cfg.on_invalid) is OnInvalid.error else "skip"
         unlabeled += read_unlabeled(cfg.unlabeled_file, on_invalid=on_invalid)
+    needed_by = [f"objective term {name!r}" for name in upos_term_names(objective_terms)]
     if unlabeled:
-        needed_by = [f"objective term {name!r}" for name in upos_term_names(objective_terms)]
         unlabeled = tag_unlabeled(unlabeled, cfg, upos_needed_by=needed_by)
     elif cfg.retag_unlabeled:
         log.warning("data.retag_unlabeled=true but there is no unlabeled text to retag")
-    if not labeled and not unlabeled:
+    if not labeled and not unlabeled and not cfg.unlabeled_corpus:
         raise ValueError(
-            f"data: nothing to train on for treebank {cfg.treebank!r} (no training file "
-            "and no data.unlabeled_file)"
+            f"data: nothing to train on for treebank {cfg.treebank!r} (no training file, "
+            "no data.unlabeled_file and no data.unlabeled_corpus)"
         )
     for part, what in ((labeled, "labeled"), (unlabeled, "unlabeled")):
         # Longer sentences are skipped (and counted) by the batchers; none left is an error.
@@ -236,12 +240,17 @@ def load_training_data(
     report_unknown_upos(labeled + unlabeled)
     if vocabs is None:
         vocabs = Vocabularies.build(labeled + unlabeled, min_freq=cfg.min_freq)
-    log.info("training on %d labeled and %d unlabeled sentences", len(labeled), len(unlabeled))
-
+    log.info("training on %d labeled and %d unlabeled sentences%s", len(labeled), len(unlabeled),
+             f" and the corpus {cfg.unlabeled_corpus}" if cfg.unlabeled_corpus else "")
+    corpus = None
+    if cfg.unlabeled_corpus:
+        corpus = corpus_batcher(cfg, unlabeled, vocabs, seed=seed, num_replicas=num_replicas,
+                                rank=rank, needs_upos=needed_by)
     stream = TrainingStream.from_sentences(
-        labeled, unlabeled, vocabs, tokens_per_batch=cfg.tokens_per_batch,
-        max_length=cfg.max_length, unlabeled_ratio=cfg.unlabeled_ratio, seed=seed,
-        num_replicas=num_replicas, rank=rank,
+        labeled, [] if corpus is not None else unlabeled, vocabs,
+        tokens_per_batch=cfg.tokens_per_batch, max_length=cfg.max_length,
+        unlabeled_ratio=cfg.unlabeled_ratio, seed=seed, num_replicas=num_replicas, rank=rank,
+        corpus=corpus,
     )
     return TrainingData(
         vocabs=vocabs, stream=stream, labeled=labeled, unlabeled=unlabeled,

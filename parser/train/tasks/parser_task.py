@@ -87,9 +87,15 @@ class ParserTask:
         return None
 
     def step_scalars(self, loss: StepLoss) -> dict[str, float]:
-        if not self.cfg.logger.arc_entropy or loss.model_output is None:
-            return {}
-        return {f"train/arc_entropy_{loss.kind}": arc_entropy(loss.model_output)}
+        """Arc entropy (``logger.arc_entropy``) and, with a streamed corpus, this rank's bad
+        records skipped so far (``train/bad_lines``)."""
+        scalars = {}
+        counts = self.data.stream.corpus_counts
+        if counts is not None:
+            scalars["train/bad_lines"] = float(counts["bad"])
+        if self.cfg.logger.arc_entropy and loss.model_output is not None:
+            scalars[f"train/arc_entropy_{loss.kind}"] = arc_entropy(loss.model_output)
+        return scalars
 
     # -- evaluation -----------------------------------------------------------------------------
 
