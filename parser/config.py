@@ -25,6 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 __all__ = [
     "Average",
     "Config",
+    "CorpusFormat",
     "DataConfig",
     "Decay",
     "Distributed",
@@ -55,6 +56,13 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 class OnInvalid(str, Enum):
     error = "error"
     skip = "skip"
+
+
+class CorpusFormat(str, Enum):
+    auto = "auto"  # CoNLL-U by name (.conllu), else raw with data.unlabeled_tokenizer, else tokenised
+    raw = "raw"  # one paragraph per line, split by data.unlabeled_tokenizer
+    tokenised = "tokenised"  # one sentence per line, words split on whitespace
+    conllu = "conllu"
 
 
 class ScorerKind(str, Enum):
@@ -138,6 +146,14 @@ class DataConfig:
     labeled_fraction: float | None = None
     unlabeled_file: str | None = None  # CoNLL-U or one tokenised sentence per line
     unlabeled_ratio: float = 1.0  # unlabeled batches per labeled batch
+    # A corpus streamed from disk, never held whole (docs/corpora.md): a file or a folder of
+    # shards, plain/.gz/.xz; a bounded shuffle buffer; bad records skipped up to a share.
+    unlabeled_corpus: str | None = None
+    unlabeled_format: CorpusFormat = CorpusFormat.auto
+    unlabeled_tokenizer: str | None = None  # tokenizer checkpoint or pipeline file (raw text)
+    shuffle_buffer: int = 10000  # sentences
+    max_bad_share: float = 0.01  # of the records read (at least 1000) before the run stops
+    max_sentence_words: int = 500  # a longer corpus sentence is a bad record
     subset_seed: int = 0  # which sentences form the labeled subset (nested across sizes)
     # Choices the files cannot make, set by configs/data/<treebank>.yaml where they differ and
     # read by the experiment families (``train_split: ${data.unlabeled_split}``): the split whose

@@ -47,7 +47,9 @@ SWEEPS = {f"ge_alone{suffix}": "treebanks" for suffix in
           ("", "_clauses", "_coordination", "_harmony", "_harmony_punct", "_structural", "_tuned")}
 NEW_KEYS = ("family", "data.unlabeled_split", "data.short_max_length", "data.dev_fraction",  # added
             "model.encoder", "model.upos_input", "model.tag_loss_weight", "model.ud_rules",
-            "trainer.preempt_signals")
+            "trainer.preempt_signals", "data.unlabeled_corpus", "data.unlabeled_format",
+            "data.unlabeled_tokenizer", "data.shuffle_buffer", "data.max_bad_share",
+            "data.max_sentence_words")
 
 
 def migrate(overrides: list[str]) -> list[str]:
