@@ -22,6 +22,10 @@ What each rank does (``W`` ranks, rank ``r``):
   a step is skipped on every rank when the loss is non-finite on any;
 - rank 0 alone evaluates on dev (the scores are broadcast, so early stopping agrees), writes
   TensorBoard, checkpoints (with every rank's RNG state) and predictions; the others wait.
+
+What crosses between ranks is tensors (:mod:`parser.train.rank_messages`: no pickled object is
+accepted from another rank); on one machine the store the ranks meet at listens on loopback only
+(:mod:`parser.train.rank_store`).
 """
 
 from __future__ import annotations
@@ -38,10 +42,12 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
-from parser.models import EdgeScores
-from parser.objectives.base import Output, ParserOutput
 from parser.objectives.weighted import WeightedSum
+from parser.runtime.checkpoint import capture_rng
 from parser.runtime.device import resolve_device
+from parser.train.ddp import DistributedObjective, DistributedParser, ProcessGroupRanks
+from parser.train.rank_messages import JSON, Codec, decode_error, encode_error, pack_rng, unpack_rng
+from parser.train.rank_store import loopback_store
 
 __all__ = [
     "MODES",
@@ -116,37 +122,61 @@ class DistributedContext:
         """Each value averaged over ranks."""
         return {k: v / self.world_size for k, v in self.sum_scalars(values).items()}
 
-    def broadcast_object(self, value: Any) -> Any:
-        """Rank 0's ``value`` on every rank (pickled)."""
+    def broadcast_flag(self, value: bool) -> bool:
+        """Rank 0's ``value`` on every rank."""
         if not self.enabled:
             return value
-        box = [value if self.is_main else None]
-        dist.broadcast_object_list(box, src=0, device=self.device if self.backend == "nccl" else None)
-        return box[0]
+        flag = torch.tensor([1.0 if value else 0.0], device=self.device)
+        dist.broadcast(flag, src=0)
+        return bool(flag.item() > 0)
 
-    def on_main(self, compute: Callable[[], Any]) -> Any:
+    def on_main(self, compute: Callable[[], Any], *, send: Codec = JSON) -> Any:
         """``compute()`` on rank 0 only, its result (or its exception, re-raised) on every rank:
-        dev evaluation, reading the checkpoint to resume from."""
+        dev evaluation, reading the checkpoint to resume from. ``send`` turns the result into the
+        bytes that travel (plain JSON values by default; see :mod:`parser.train.rank_messages`)."""
         if not self.enabled:
             return compute()
-        result = error = None
+        data, result, error = b"", None, None
         if self.is_main:
             try:
                 result = compute()
+                data = b"r" + send.encode(result)
             except Exception as caught:  # noqa: BLE001 (handed to every rank, then raised)
-                error = caught
-        result, error = self.broadcast_object((result, error))
+                data, error = b"e" + encode_error(caught), caught
+        data = self._broadcast_bytes(data)
         if error is not None:
             raise error
-        return result
+        if data[:1] == b"e":
+            raise decode_error(data[1:])
+        return result if self.is_main else send.decode(data[1:])
 
-    def gather_object(self, value: Any) -> list[Any]:
-        """Every rank's ``value``, in rank order, on every rank."""
+    def gather_rng(self) -> list[dict[str, Any]]:
+        """Every rank's ``capture_rng()`` state, in rank order, on every rank."""
+        own = capture_rng()
         if not self.enabled:
-            return [value]
-        found: list[Any] = [None] * self.world_size
-        dist.all_gather_object(found, value)
-        return found
+            return [own]
+        vector = pack_rng(own).to(self.device)
+        size = torch.tensor([vector.numel()], dtype=torch.int64, device=self.device)
+        sizes = [torch.empty_like(size) for _ in range(self.world_size)]
+        dist.all_gather(sizes, size)
+        if any(int(s.item()) != vector.numel() for s in sizes):  # every rank sees it: all raise
+            raise ValueError(f"RNG states of {[int(s.item()) for s in sizes]} values on ranks 0.."
+                             f"{self.world_size - 1}: the ranks run different torch or CUDA set-ups")
+        found = [torch.empty_like(vector) for _ in range(self.world_size)]
+        dist.all_gather(found, vector)
+        return [unpack_rng(v, like=own) for v in found]
+
+    def _broadcast_bytes(self, data: bytes) -> bytes:
+        """Rank 0's ``data`` on every rank (its length first, then the bytes as a uint8 tensor)."""
+        size = torch.tensor([len(data)], dtype=torch.int64, device=self.device)
+        dist.broadcast(size, src=0)
+        if self.is_main:
+            payload = torch.frombuffer(bytearray(data), dtype=torch.uint8).to(self.device)
+        else:
+            payload = torch.empty(int(size.item()), dtype=torch.uint8, device=self.device)
+        if payload.numel():
+            dist.broadcast(payload, src=0)
+        return data if self.is_main else payload.cpu().numpy().tobytes()
 
     def barrier(self) -> None:
         if self.enabled:
@@ -202,7 +232,9 @@ def init_distributed(mode: str, *, device: str) -> DistributedContext:
             )
         backend = dist.get_backend()
     else:
-        dist.init_process_group(backend, init_method="env://", rank=rank, world_size=world_size)
+        store = loopback_store(rank=rank, world_size=world_size)  # None: env://, as torch does
+        dist.init_process_group(backend, init_method=None if store else "env://", store=store,
+                                rank=rank, world_size=world_size)
     log.info("distributed: rank %d of %d (local rank %d), %s on %s", rank, world_size,
              local_rank, backend, local)
     if rank != 0:  # one copy of the run's progress messages; warnings still come from every rank
@@ -228,118 +260,3 @@ def _local_device(name: str, local_rank: int) -> torch.device:
             "start at most one process per GPU (torchrun --nproc_per_node)"
         )
     return torch.device("cuda", local_rank)
-
-
-class _EdgeScoreTensors(nn.Module):
-    """The parser's scorer with plain tensors out, so that DDP sees every output: arcs, labels
-    and tags feed its unused-parameter detection (the label scorer and the tag head are idle on
-    unlabeled steps)."""
-
-    def __init__(self, model: nn.Module) -> None:
-        super().__init__()
-        self.model = model
-
-    def forward(self, batch) -> tuple[Tensor, Tensor | None, Tensor | None]:
-        scores = self.model.scorer(batch)
-        return scores.arcs, scores.labels, scores.tags
-
-
-class DistributedParser:
-    """``batch -> ParserOutput`` through DDP; ``model`` (a ``ParserModel``) keeps the weights
-    (checkpoints, evaluation and decoding use it directly)."""
-
-    def __init__(self, model: nn.Module, context: DistributedContext) -> None:
-        from torch.nn.parallel import DistributedDataParallel
-
-        self.model = model
-        ids = [context.local_rank] if context.device.type == "cuda" else None
-        # DDP copies rank 0's weights to every rank here.
-        self.ddp = DistributedDataParallel(
-            _EdgeScoreTensors(model), device_ids=ids, find_unused_parameters=True
-        )
-
-    def __call__(self, batch) -> ParserOutput:
-        arcs, labels, tags = self.ddp(batch)
-        return self.model.output(EdgeScores(arcs, labels, tags), batch)  # tags: the tag loss too
-
-
-class DistributedObjective:
-    """A ``WeightedSum`` evaluated on one rank's share of a global batch, so that DDP's averaged
-    gradient and the rank-averaged logs equal the 1-process ones (see the module docstring)."""
-
-    def __init__(self, objective: WeightedSum, context: DistributedContext) -> None:
-        if not isinstance(objective, WeightedSum):
-            raise ValueError(f"DistributedObjective: expected a WeightedSum, got {type(objective).__name__}")  # noqa: TRY004
-        self.objective = objective
-        self.context = context
-        self.ranks = ProcessGroupRanks(context)
-
-    def state_dict(self) -> dict[str, dict]:
-        """The wrapped objective's state (the corpus GE cache is the same on every rank)."""
-        return self.objective.state_dict()
-
-    def load_state_dict(
-        self, state: dict[str, dict], *, strict: bool = True
-    ) -> tuple[list[str], list[str]]:
-        return self.objective.load_state_dict(state, strict=strict)
-
-    def __call__(self, out: ParserOutput, batch, *, step: int = 0) -> Output:
-        return self.objective(out, batch, step=step, ranks=self.ranks)
-
-
-class ProcessGroupRanks:
-    """The process group as ``parser.objectives.base.Ranks``: what the objectives' reductions
-    across ranks call."""
-
-    def __init__(self, context: DistributedContext) -> None:
-        self.context = context
-        self.world_size = context.world_size
-
-    def token_share(self, batch) -> float:
-        """``W * T_r / T``: this rank's words over the global batch's, times the world size."""
-        tokens = torch.tensor([float(batch.n_tokens)], dtype=torch.float64, device=self.context.device)
-        dist.all_reduce(tokens)
-        return self.world_size * batch.n_tokens / max(float(tokens.item()), 1.0)
-
-    def sum(self, tensor: Tensor) -> Tensor:
-        return _SumOverRanks.apply(tensor)
-
-    def gather_rows(self, *rows: Tensor) -> tuple[Tensor, ...]:
-        """All ranks' ``rows`` (``[B_r]`` or ``[B_r, K]``) concatenated in rank order (gloo
-        gathers equal shapes only: rows are packed as float64, padded to the largest ``B_r`` and
-        cut again)."""
-        first = rows[0]
-        sizes = torch.tensor([first.shape[0]], device=first.device)
-        all_sizes = [torch.zeros_like(sizes) for _ in range(self.world_size)]
-        dist.all_gather(all_sizes, sizes)
-        width = int(max(s.item() for s in all_sizes))
-        columns = [row.reshape(first.shape[0], -1).to(torch.float64) for row in rows]
-        packed = torch.cat(columns, dim=1)
-        packed = torch.cat([packed, packed.new_zeros(width - first.shape[0], packed.shape[1])])
-        gathered = [torch.zeros_like(packed) for _ in range(self.world_size)]
-        dist.all_gather(gathered, packed)
-        together = torch.cat([g[: int(s.item())] for g, s in zip(gathered, all_sizes)])
-        found, start = [], 0
-        for row, column in zip(rows, columns):
-            part = together[:, start : start + column.shape[1]]
-            start += column.shape[1]
-            part = part.reshape(-1, *row.shape[1:])
-            found.append(part.to(row.dtype) if row.dtype.is_floating_point else part.round().to(row.dtype))
-        return tuple(found)
-
-
-class _SumOverRanks(torch.autograd.Function):
-    """All-reduce (sum) with autograd: the backward sums the ranks' incoming gradients, as
-    ``torch.distributed.nn.functional.all_reduce`` does (deprecated in torch 2.13)."""
-
-    @staticmethod
-    def forward(ctx, tensor: Tensor) -> Tensor:
-        total = tensor.clone(memory_format=torch.contiguous_format)
-        dist.all_reduce(total)
-        return total
-
-    @staticmethod
-    def backward(ctx, grad: Tensor) -> Tensor:
-        total = grad.clone(memory_format=torch.contiguous_format)
-        dist.all_reduce(total)
-        return total

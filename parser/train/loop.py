@@ -39,6 +39,7 @@ from parser.runtime.optim import build_optimizer, build_scheduler
 from parser.train.averaging import build_average, restore_average, swapped_in
 from parser.train.distributed import init_distributed
 from parser.train.preemption import PreemptionSignals, parse_signals
+from parser.train.rank_messages import CHECKPOINT, PATH, json_codec
 from parser.train.resume import resolve_resume
 from parser.train.task import DevScore, StepLoss, Task, TaskBuilder, TaskContext
 from parser.train.tasks.parser_task import ParserTask
@@ -104,7 +105,8 @@ class Trainer:
         ))
         resumed = self.dist.on_main(
             lambda: resolve_resume(trainer.resume, checkpoints=self.checkpoints,
-                                   config=OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
+                                   config=OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)),
+            send=CHECKPOINT,
         )
         self.task: Task = task(TaskContext(cfg=cfg, dist=self.dist, resumed=resumed))
         self.model = self.task.model
@@ -155,7 +157,7 @@ class Trainer:
         """Rank 0 writes (with every rank's RNG state when distributed); the others wait, and a
         failed write (:class:`~parser.runtime.errors.CheckpointWriteError`) stops them all. ``dev``:
         the scores of the weights saved (``"dev"`` in the file, beside ``"step"``, for model cards)."""
-        rng_ranks = self.dist.gather_object(capture_rng()) if self.dist.enabled else None
+        rng_ranks = self.dist.gather_rng() if self.dist.enabled else None
 
         def write() -> Path:
             state = {**self.state_dict(), "step": self.state.step,
@@ -164,7 +166,7 @@ class Trainer:
                 state["rng_ranks"] = rng_ranks
             return self.checkpoints.save(state, step=self.state.step, best=best)
 
-        path = self.dist.on_main(write)  # a failed write (a full disk) stops every rank
+        path = self.dist.on_main(write, send=PATH)  # a failed write (a full disk) stops every rank
         self._saved_step = self.state.step
         return path
 
@@ -256,7 +258,7 @@ class Trainer:
         if trainer.max_minutes is not None and checks_clock:
             # rank 0's clock decides for all ranks, or DDP would wait on the ones that stopped
             elapsed = (time.monotonic() - self._started) / 60
-            if self.dist.broadcast_object(elapsed >= trainer.max_minutes):
+            if self.dist.broadcast_flag(elapsed >= trainer.max_minutes):
                 log.info("trainer.max_minutes=%s reached at step %d", trainer.max_minutes,
                          self.state.step)
                 return True
@@ -317,7 +319,7 @@ class Trainer:
             return self._evaluate_and_checkpoint()
 
     def _evaluate_and_checkpoint(self) -> DevScore | None:
-        score = self.dist.on_main(self._dev_score)  # rank 0 scores; all ranks get the score
+        score = self.dist.on_main(self._dev_score, send=json_codec(DevScore))  # rank 0 scores; all ranks get it
         self.model.train()
         gained = True  # no dev set: the latest model is the best one known
         if score is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import socket
 from pathlib import Path
 
@@ -121,9 +122,12 @@ def _worker(rank: int, port: int, out_dir: str) -> None:
         context.on_main(lambda: int("rank 0 only"))
     except ValueError as error:
         found["on_main_error"] = str(error)
-    found["broadcast"] = context.broadcast_object({"rank": rank})
+    found["broadcast"] = context.on_main(lambda: {"rank": rank})
+    found["flag"] = [context.broadcast_flag(rank == 0), context.broadcast_flag(rank == 1)]
+    random.seed(rank)  # each rank's own Python stream, gathered as tensors
+    found["rng"] = [state["python"] for state in context.gather_rng()]
     if rank == 1:
-        torch.save({k: found[k] for k in ("finite", "on_main_error", "broadcast")},
+        torch.save({k: found[k] for k in ("finite", "on_main_error", "broadcast", "flag", "rng")},
                    Path(out_dir) / "rank1.pt")
     if rank == 0:
         torch.save(found, Path(out_dir) / "gradients.pt")
@@ -187,6 +191,11 @@ def test_collectives_agree_across_ranks(two_ranks):
         assert found["finite"] == [True, False]
         assert "invalid literal for int()" in found["on_main_error"]
         assert found["broadcast"] == {"rank": 0}
+        assert found["flag"] == [True, False]
+        for rank, state in enumerate(found["rng"]):
+            random.seed(rank)
+            version, words, gauss = random.getstate()
+            assert state == [version, list(words), gauss]
 
 
 def test_two_rank_trainer_follows_the_one_process_loss_trajectory(two_ranks, tmp_path):
@@ -210,7 +219,8 @@ def test_one_process_context_is_a_no_op(monkeypatch):
     model = torch.nn.Linear(2, 2)
     assert context.wrap(model) is model
     assert context.mean_scalars({"b": torch.tensor(2.0), "a": 1}) == {"a": 1.0, "b": 2.0}
-    assert context.broadcast_object({"x": 1}) == {"x": 1}
+    assert context.on_main(lambda: {"x": 1}) == {"x": 1}
+    assert context.broadcast_flag(True) and not context.broadcast_flag(False)
     assert context.all_finite(torch.tensor(1.0)) and not context.all_finite(torch.tensor(float("nan")))
 
 
