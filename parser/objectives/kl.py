@@ -15,12 +15,12 @@ import torch
 from parser.objectives.base import Output, ParserOutput
 from parser.objectives.gold import detached, per_token
 from parser.objectives.registry import Resources, register
+from parser.objectives.teacher import TREES, teacher_pass, teacher_tree
 
 if TYPE_CHECKING:
     from parser.data.batch import Batch
 
 DIRECTIONS = ("forward", "reverse")
-TREES = (None, "mst", "projective", "decoder")
 
 
 @dataclass(frozen=True)
@@ -56,8 +56,8 @@ class KLToTeacher:
     def __post_init__(self) -> None:
         if self.direction not in DIRECTIONS:
             raise ValueError(f"KLToTeacher: direction must be one of {DIRECTIONS}, got {self.direction!r}")
-        if self.tree not in TREES:
-            raise ValueError(f"KLToTeacher: tree must be one of {TREES}, got {self.tree!r}")
+        if self.tree is not None and self.tree not in TREES:
+            raise ValueError(f"KLToTeacher: tree must be one of {(None, *TREES)}, got {self.tree!r}")
         if self.tree is not None and self.direction != "forward":
             raise ValueError(f"KLToTeacher: tree={self.tree!r} needs direction 'forward' (the KL from the tree)")
         if not callable(self.teacher):
@@ -69,36 +69,16 @@ class KLToTeacher:
 
     def __call__(self, out: ParserOutput, batch: Batch) -> Output:
         model = out.dist
-        with torch.no_grad():
-            teacher_out = self.teacher(batch)
-            teacher = teacher_out.dist
         # A tree needs only the arcs [B, N+1, N+1] to match; a KL compares like distributions.
-        theirs, mine = teacher.scores.shape, model.scores.shape
-        if (theirs[:3] != mine[:3]) if self.tree is not None else (theirs != mine):
-            raise ValueError(
-                f"KLToTeacher: teacher scores {tuple(teacher.scores.shape)} do not match the "
-                f"model's {tuple(model.scores.shape)}"
-            )
-        if not torch.equal(teacher.lengths, model.lengths):
-            raise ValueError("KLToTeacher: teacher and model lengths differ")
+        teacher_out, teacher = teacher_pass(self.teacher, batch, model, who="KLToTeacher", whole=self.tree is None)
         if self.tree is None and type(teacher) is not type(model):
             raise ValueError(
                 f"KLToTeacher: the teacher's {type(teacher).__name__} and the model's "
                 f"{type(model).__name__} differ (model.crf): a KL compares like distributions; train "
                 "the teacher with this run's model.crf, or take its trees (tree=mst, projective or decoder)"
             )
-        # A fresh, detached teacher: nothing it caches can join the model's graph.
-        teacher = type(teacher)(
-            teacher.scores.detach().to(model.scores.dtype), model.lengths, single_root=teacher.single_root
-        )
-        if self.tree == "decoder":
-            if not hasattr(self.teacher, "decoder"):
-                raise ValueError("KLToTeacher: tree='decoder' needs a teacher with a decoder (a ParserModel)")
-            heads = self.teacher.decoder.decode(teacher_out, upos=batch.upos)[0]
-        elif self.tree is not None:
-            best = teacher.argmax(projective=self.tree == "projective")
-            heads = best[0] if isinstance(best, tuple) else best
         if self.tree is not None:
+            heads = teacher_tree(self.teacher, teacher_out, teacher, batch, tree=self.tree, who="KLToTeacher")
             values = -model.log_prob(heads)  # a labeled CRF sums the tree's labels out
             if bool(torch.isinf(values).any()):
                 raise ValueError(

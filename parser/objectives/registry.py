@@ -22,8 +22,8 @@ before it answers a lookup, so a new module's ``@register`` runs without any imp
 a class registered elsewhere (a test, a plugin) counts once its module is imported. Kinds are
 listed labeled first, then unlabeled, then ``any``, each alphabetically:
 
->>> [kind.name for kind in kinds()][:6]
-['likelihood', 'local', 'risk', 'entropy', 'ge', 'kl']
+>>> [kind.name for kind in kinds()][:7]
+['likelihood', 'local', 'risk', 'confident_arcs', 'entropy', 'ge', 'kl']
 >>> get_kind("ge").needs == {"upos", "constraints"}, get_kind("ge").per_token
 (True, False)
 """

@@ -44,10 +44,15 @@ def build_training_objective(
 ):
     """``build_objective(terms)`` with what the terms' kinds need loaded here (the objectives
     never read files): the constraint set named by the first term that needs ``constraints``,
-    the frozen teacher of the first that needs a ``teacher``."""
+    the frozen teacher of the terms that need a ``teacher`` (all must name the same checkpoint)."""
     terms = _unset_as_none(terms) if OmegaConf.is_config(terms) else dict(terms)
     constraints = teacher = None
-    for term in resolve_terms(terms):
+    resolved = resolve_terms(terms)
+    # One teacher serves every term that needs one (kl, confident_arcs): they must name the same.
+    named = {term.name: term.options.checkpoint for term in resolved if "teacher" in term.kind.needs}
+    if len(set(named.values())) > 1:
+        raise ValueError(f"objective terms {sorted(named)} name different teachers {named}: a run has one teacher")
+    for term in resolved:
         if "constraints" in term.kind.needs and constraints is None:
             constraints = _load_constraint_set(term, vocabs=vocabs, labeled=labeled)
         if "teacher" in term.kind.needs and teacher is None:

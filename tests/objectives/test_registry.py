@@ -99,7 +99,7 @@ def test_the_toy_kind_is_resolved_like_the_others():
     kind = get_kind("toy_length")
     assert kind.objective is ExpectedLength and kind.options is ExpectedLength
     assert kind.per_token and kind.needs == frozenset() and kind.option_names == {"power"}
-    assert [k.name for k in kinds()][:6] == ["likelihood", "local", "risk", "entropy", "ge", "kl"]
+    assert [k.name for k in kinds()][:7] == ["likelihood", "local", "risk", "confident_arcs", "entropy", "ge", "kl"]
     with pytest.raises(ValueError, match=r"unknown options \['powr'\]; allowed: \['power', 'stream'"):
         build_objective({"toy_length": {"powr": 2}})
     with pytest.raises(ValueError, match="power must be > 0"):

@@ -140,7 +140,7 @@ def test_build_objective_from_a_dataclass():
 
 
 def test_build_objective_errors():
-    with pytest.raises(ValueError, match="unknown objective 'entropi'; known: likelihood, local, risk, entropy, ge, kl"):
+    with pytest.raises(ValueError, match="unknown objective 'entropi'; known: likelihood, local, risk, confident_arcs, entropy, ge, kl"):
         build_objective({"entropi": {"weight": 1.0}})
     with pytest.raises(ValueError, match=r"unknown options \['alpah'\]"):
         build_objective({"entropy": {"alpah": 2.0}})
