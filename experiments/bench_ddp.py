@@ -16,7 +16,6 @@ import argparse
 import json
 import os
 import shlex
-import socket
 import subprocess
 import sys
 import tempfile
@@ -41,12 +40,12 @@ with the same config: multiply it by N to keep each process's share. Give every 
 `hydra.run.dir`; rank 0 alone writes checkpoints, TensorBoard and predictions, and reads the
 checkpoint to resume from (`trainer.resume=last`), so it needs no shared disk across nodes.
 
-    # one machine, 2 CPU processes (gloo)
-    torchrun --nnodes=1 --nproc_per_node=2 --rdzv-backend=c10d --rdzv-endpoint=127.0.0.1:29500 -m parser.cli.train experiment=quickstart hydra.run.dir=outputs/quickstart_ddp
+    # one machine, 2 CPU processes (gloo); every listener on loopback
+    TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 torchrun --nnodes=1 --nproc_per_node=2 --rdzv-backend=c10d --rdzv-conf=store_type=file --local-addr=127.0.0.1 -m parser.cli.train experiment=quickstart hydra.run.dir=outputs/quickstart_ddp
     # one machine, 4 GPUs (NCCL, one process per GPU)
-    torchrun --nnodes=1 --nproc_per_node=4 --rdzv-backend=c10d --rdzv-endpoint=127.0.0.1:29500 -m parser.cli.train experiment=ewt_biaffine trainer.device=cuda hydra.run.dir=outputs/ewt_ddp
-    # 2 machines x 4 GPUs: run on each machine, NODE_RANK=0 on the one at $MASTER_HOST, 1 on the other
-    torchrun --nnodes=2 --node_rank=$NODE_RANK --nproc_per_node=4 --master_addr=$MASTER_HOST --master_port=29500 -m parser.cli.train experiment=ewt_biaffine trainer.device=cuda hydra.run.dir=outputs/ewt_ddp
+    TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 torchrun --nnodes=1 --nproc_per_node=4 --rdzv-backend=c10d --rdzv-conf=store_type=file --local-addr=127.0.0.1 -m parser.cli.train experiment=ewt_biaffine trainer.device=cuda hydra.run.dir=outputs/ewt_ddp
+    # 2 machines x 4 GPUs on a private network (ports to open: docs/scaling.md): NODE_RANK=0 on the one at $MASTER_HOST, 1 on the other
+    GLOO_SOCKET_IFNAME=$IFACE NCCL_SOCKET_IFNAME=$IFACE torchrun --nnodes=2 --node_rank=$NODE_RANK --nproc_per_node=4 --master_addr=$MASTER_HOST --master_port=29500 -m parser.cli.train experiment=ewt_biaffine trainer.device=cuda hydra.run.dir=outputs/ewt_ddp
     # resume any of them: the same command plus trainer.resume=last
 
 `trainer=ddp` makes a launch without torchrun an error instead of a 1-process run;
@@ -100,23 +99,19 @@ def worker(args: argparse.Namespace) -> None:
         trainer.dist.shutdown()
 
 
-def command(processes: int, threads: int, *, steps: int, warmup: int, out: str, overrides: list[str],
-            port: int = 29500) -> list[str]:
-    # Rendezvous on loopback at a fixed port (not --standalone): see docs/scaling.md on the store.
+# Every listener on loopback (docs/scaling.md): rendezvous in a private file, no agent store
+# shared with the ranks, MASTER_ADDR=127.0.0.1 (rank 0 binds the ranks' store there).
+LOOPBACK_ENV = {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
+LOOPBACK_OPTIONS = ["--rdzv-backend=c10d", "--rdzv-conf=store_type=file", "--local-addr=127.0.0.1"]
+
+
+def command(processes: int, threads: int, *, steps: int, warmup: int, out: str, overrides: list[str]) -> list[str]:
     torchrun = str(Path(sys.executable).with_name("torchrun"))
     return [
-        torchrun, "--nnodes=1", f"--nproc_per_node={processes}", "--rdzv-backend=c10d",
-        f"--rdzv-endpoint=127.0.0.1:{port}", "experiments/bench_ddp.py",
+        torchrun, "--nnodes=1", f"--nproc_per_node={processes}", *LOOPBACK_OPTIONS, "experiments/bench_ddp.py",
         "--worker", f"--threads={threads}", f"--steps={steps}", f"--warmup={warmup}", f"--out={out}",
         *overrides,
     ]
-
-
-def free_port() -> int:
-    """A loopback port free now, for one launch's rendezvous."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def launcher(args: argparse.Namespace) -> None:
@@ -131,11 +126,12 @@ def launcher(args: argparse.Namespace) -> None:
         for processes, threads in SETTINGS:
             with tempfile.NamedTemporaryFile(suffix=".json") as out:
                 argv = command(processes, threads, steps=args.steps, warmup=args.warmup, out=out.name,
-                               overrides=overrides, port=free_port())
-                env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+                               overrides=overrides)
+                env = dict(os.environ, OMP_NUM_THREADS=str(threads), **LOOPBACK_ENV)
                 shown_argv = command(processes, threads, steps=args.steps, warmup=args.warmup,
                                      out="RESULT.json", overrides=overrides)
-                shown = f"OMP_NUM_THREADS={threads} " + shlex.join(["torchrun", *shown_argv[1:]])
+                shown = shlex.join([f"OMP_NUM_THREADS={threads}", *(f"{k}={v}" for k, v in LOOPBACK_ENV.items()),
+                                    "torchrun", *shown_argv[1:]])
                 commands.append(shown)
                 print(shown, flush=True)
                 load_before = os.getloadavg()[0]
