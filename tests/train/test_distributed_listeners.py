@@ -23,6 +23,7 @@ import pytest
 import torch
 
 from parser.train.rank_messages import CHECKPOINT
+from parser.train.rank_store import LOOPBACK_COMMAND, _loopback_address, loopback_store
 from tests.train.helpers import QUIET, TINY_MODEL
 
 REPO = Path(__file__).resolve().parents[2]
@@ -121,6 +122,7 @@ class _Payload:
         return (os.system, ("echo pwned",))
 
 
+@pytest.mark.filterwarnings("ignore:Detected pickle protocol")
 def test_the_resumed_checkpoint_is_read_without_arbitrary_objects():
     """The one nested object that crosses between ranks (the checkpoint being resumed) is read
     with weights_only=True: a pickled callable is refused, tensors and plain values come back."""
@@ -130,3 +132,32 @@ def test_the_resumed_checkpoint_is_read_without_arbitrary_objects():
     assert torch.equal(back["model"]["w"], state["model"]["w"])
     with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
         CHECKPOINT.decode(pickle.dumps({"x": _Payload()}))
+
+
+@pytest.mark.parametrize(("host", "loopback"), [("127.0.0.1", True), ("localhost", True), ("::1", True),
+                                                ("192.0.2.1", False), ("no-such-host.invalid", False)])
+def test_only_loopback_master_addresses_get_the_loopback_store(host, loopback):
+    assert (_loopback_address(host) is not None) == loopback
+
+
+@pytest.mark.parametrize(("local_world", "warned"), [("2", True), ("1", False)])
+def test_torchruns_own_store_on_one_machine_is_named(monkeypatch, caplog, local_world, warned):
+    """Started otherwise (e.g. --standalone), torchrun's store serves the ranks: nothing to bind
+    here, and on one machine the run says how to start it on loopback."""
+    monkeypatch.setenv("TORCHELASTIC_USE_AGENT_STORE", "True")
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", local_world)
+    monkeypatch.setenv("MASTER_PORT", "29500")
+    with caplog.at_level("WARNING", logger="parser.train.rank_store"):
+        assert loopback_store(rank=0, world_size=2) is None
+    assert ("listens on every interface" in caplog.text) == warned
+    if warned:
+        assert LOOPBACK_COMMAND.split(" torchrun")[0] in caplog.text
+
+
+def test_another_master_address_keeps_torchs_store(monkeypatch):
+    monkeypatch.delenv("TORCHELASTIC_USE_AGENT_STORE", raising=False)
+    monkeypatch.delenv("GLOO_SOCKET_IFNAME", raising=False)
+    monkeypatch.setenv("MASTER_ADDR", "192.0.2.1")
+    monkeypatch.setenv("MASTER_PORT", "29500")
+    assert loopback_store(rank=0, world_size=2) is None
+    assert "GLOO_SOCKET_IFNAME" not in os.environ
