@@ -304,7 +304,7 @@ class TrainerConfig:
     keep_last: int = 2  # periodic checkpoints kept besides best.pt
     max_nonfinite: int = 5  # stop after this many non-finite steps in a row
     log_every: int = 10  # steps between TensorBoard scalar writes
-    progress: bool = True  # tqdm progress bar
+    progress: bool = True  # tqdm progress bar, where stderr is a terminal
     final_eval: bool = True  # evaluate best checkpoint on dev/test, write predictions + JSON
     deterministic: bool = False  # torch.use_deterministic_algorithms
     # signals that stop training at the next step with a checkpoint and exit status 75

@@ -181,7 +181,9 @@ class Trainer:
         window = {"time": time.perf_counter(), "sentences": 0, "tokens": 0}
         self._started, self._start_step = time.monotonic(), self.state.step
         self.model.train()
-        bar = tqdm(total=trainer.max_steps, initial=self.state.step, disable=not trainer.progress or not self.dist.is_main,
+        # disable=None: no bar where stderr is not a terminal (a log file of a sweep or a cluster job)
+        shown = trainer.progress and self.dist.is_main
+        bar = tqdm(total=trainer.max_steps, initial=self.state.step, disable=None if shown else True,
                    desc=str(self.cfg.get("name", "train")), dynamic_ncols=True, leave=False)
         with PreemptionSignals(self.preempt_signals) as preemption, closing(bar):
             while not self._should_stop():
