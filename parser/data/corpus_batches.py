@@ -82,24 +82,37 @@ class CorpusBatcher:
                     f"bad, {counts['empty']} empty, {counts['too_long']} longer than "
                     f"data.max_length={self.max_length})")
             return None
-        rng = np.random.default_rng([self.seed, self.corpus.rank, self._epoch, self._drawn])
-        pivot = int(self._lengths[rng.integers(len(self._buffer))])
-        order = np.lexsort((rng.random(len(self._buffer)), np.abs(self._lengths - pivot)))
-        chosen, longest = [], 0
-        for i in order.tolist():
-            longest_with = max(longest, int(self._lengths[i]))
-            if chosen and (len(chosen) + 1) * longest_with > self.tokens_per_batch:
-                break
-            chosen.append(i)
-            longest = longest_with
+        chosen = self._choose(np.random.default_rng([self.seed, self.corpus.rank, self._epoch, self._drawn]))
         self._drawn += 1
         batch = collate([encode(_sentence(self._buffer[i]), self.vocabs, index=self._buffer[i][0])
                          for i in chosen], labeled=False)
-        keep = np.ones(len(self._buffer), dtype=bool)
-        keep[chosen] = False
-        self._buffer = [item for item, kept in zip(self._buffer, keep.tolist()) if kept]
-        self._lengths = self._lengths[keep]
+        for i in sorted(chosen, reverse=True):  # swap-remove: the later chosen are gone already
+            self._buffer[i] = self._buffer[-1]
+            self._lengths[i] = self._lengths[len(self._buffer) - 1]
+            self._buffer.pop()
+        self._lengths = self._lengths[:len(self._buffer)]
         return batch
+
+    def _choose(self, rng: np.random.Generator) -> list[int]:
+        """Buffer positions of the next batch: a random pivot and the sentences nearest to it in
+        length (ties in random order), greedily up to the token budget. Only the nearest
+        ``candidates`` are sorted (all of them when the batch could take more)."""
+        size = len(self._buffer)
+        pivot = int(self._lengths[rng.integers(size)])
+        key = np.abs(self._lengths - pivot) + 0.5 * rng.random(size)  # never crosses a distance
+        candidates = min(size, 4 * (self.tokens_per_batch // max(pivot, 1)) + 8)
+        while True:
+            near = np.argpartition(key, candidates - 1)[:candidates] if candidates < size else np.arange(size)
+            chosen, longest = [], 0
+            for i in near[np.argsort(key[near])].tolist():
+                longest_with = max(longest, int(self._lengths[i]))
+                if chosen and (len(chosen) + 1) * longest_with > self.tokens_per_batch:
+                    return chosen
+                chosen.append(i)
+                longest = longest_with
+            if candidates == size:
+                return chosen
+            candidates = size  # the batch may take more than the candidates: sort them all
 
     def _fill(self) -> None:
         added: list[CorpusSentence] = []
