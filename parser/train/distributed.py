@@ -10,8 +10,8 @@ What each rank does (``W`` ranks, rank ``r``):
 - the training streams split each global batch by sentence (``BucketBatcher(num_replicas=W,
   rank=r)``): together the ranks see exactly the batches of one process;
 - the scorer runs under DDP, which averages gradients over ranks. The objective reduces itself:
-  ``WeightedSum(..., ranks=)`` with this module's ``ProcessGroupRanks`` (see
-  ``parser.objectives.weighted``).
+  ``WeightedSum(..., ranks=)`` with ``ProcessGroupRanks`` (:mod:`parser.train.ddp`, beside DDP's
+  wrappers; see ``parser.objectives.weighted``).
   Per-token losses are multiplied by ``W * T_r / T`` (``T_r`` this rank's words, ``T`` the global
   batch's), so the averaged gradient is that of ``sum / T``: the 1-process gradient of the same
   global batch. A term with an ``across_ranks`` hook (GE) sums its statistics over ranks
@@ -199,7 +199,8 @@ def _env_int(name: str) -> int:
 
 def init_distributed(mode: str, *, device: str) -> DistributedContext:
     """The context for ``trainer.distributed=mode`` and ``trainer.device=device``; joins the
-    process group when distributed (``env://``: ``MASTER_ADDR``, ``MASTER_PORT`` from torchrun)."""
+    process group when distributed (``MASTER_ADDR``, ``MASTER_PORT`` from torchrun: a store bound
+    to loopback when that address is loopback, :mod:`parser.train.rank_store`; else ``env://``)."""
     mode = str(getattr(mode, "value", mode))
     if mode not in MODES:
         raise ValueError(f"trainer.distributed={mode!r}: expected one of {', '.join(MODES)}")
@@ -233,7 +234,7 @@ def init_distributed(mode: str, *, device: str) -> DistributedContext:
         backend = dist.get_backend()
     else:
         store = loopback_store(rank=rank, world_size=world_size)  # None: env://, as torch does
-        dist.init_process_group(backend, init_method=None if store else "env://", store=store,
+        dist.init_process_group(backend, init_method="env://" if store is None else None, store=store,
                                 rank=rank, world_size=world_size)
     log.info("distributed: rank %d of %d (local rank %d), %s on %s", rank, world_size,
              local_rank, backend, local)

@@ -55,7 +55,7 @@ def json_codec(cls: type | None = None) -> Codec:
     def encode(value: Any) -> bytes:
         if cls is not None and value is not None:
             value = dataclasses.asdict(value)
-        return json.dumps(value).encode()
+        return json.dumps(value, default=float).encode()  # numpy or tensor scalars: floats
 
     def decode(data: bytes) -> Any:
         value = json.loads(data.decode())
