@@ -109,9 +109,13 @@ def refuse_second_run_then_kill(first: subprocess.Popen, *, run_dir: Path, step:
         err = capsys.readouterr().err
         assert "in use by another run" in err and f"pid {first.pid}" in err
         assert snapshot(run_dir) == before  # not a byte of the first run's folder changed
-        first.send_signal(signal.SIGKILL)
-        first.wait(timeout=30)
     finally:
-        if first.poll() is None:
-            first.kill()
-    assert first.returncode == -signal.SIGKILL
+        sigkill(first)
+
+
+def sigkill(process: subprocess.Popen) -> None:
+    """SIGKILL ``process`` (if still running), reap it and check that the signal ended it."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+    assert process.returncode == -signal.SIGKILL

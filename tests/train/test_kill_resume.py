@@ -3,7 +3,6 @@ with exactly the parameters of an uninterrupted run (CPU, same seed)."""
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +11,7 @@ import torch
 
 from parser.runtime.checkpoint import load_checkpoint
 from parser.train.loop import Trainer
-from tests.faults.helpers import wait_for_step
+from tests.faults.helpers import sigkill, wait_for_step
 from tests.train.helpers import QUIET, TINY_MODEL, tiny_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,12 +31,8 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path):
                                stderr=subprocess.PIPE)
     try:
         wait_for_step(process, checkpoints, 3)
-        process.send_signal(signal.SIGKILL)
-        process.wait(timeout=30)
     finally:
-        if process.poll() is None:
-            process.kill()
-    assert process.returncode == -signal.SIGKILL
+        sigkill(process)
     killed_at = max(int(p.stem.split("-")[1]) for p in checkpoints.glob("step-*.pt"))
     assert killed_at < 15
 
