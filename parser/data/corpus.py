@@ -177,7 +177,10 @@ class UnlabeledCorpus:
             if forms:
                 kept.append((self._epoch_sentences * self.num_replicas + self.rank, forms, upos))
                 self._epoch_sentences += 1
-        self.counts["empty" if not kept else "sentences"] += 1 if not kept else len(kept)
+        if kept:
+            self.counts["sentences"] += len(kept)
+        else:
+            self.counts["empty"] += 1
         return kept
 
     def _bad(self, error: ConlluError) -> None:

@@ -21,9 +21,9 @@ from typing import IO
 __all__ = ["FORMATS", "Line", "LineReader", "corpus_files", "detect_format", "open_binary"]
 
 FORMATS = ("raw", "tokenised", "conllu")
-_OPENERS: dict[str, Callable[[Path], IO[bytes]]] = {
-    ".gz": lambda path: gzip.open(path, "rb"),
-    ".xz": lambda path: lzma.open(path, "rb"),
+_OPENERS: dict[str, Callable[[Path], IO[bytes]]] = {  # the reader closes what they open
+    ".gz": lambda path: gzip.open(path, "rb"),  # noqa: SIM115
+    ".xz": lambda path: lzma.open(path, "rb"),  # noqa: SIM115
 }
 
 
@@ -77,7 +77,8 @@ def _plain_suffix(path: Path) -> str:
 
 def open_binary(path: Path) -> IO[bytes]:
     """``path`` opened for reading bytes, decompressed by its suffix (``.gz``, ``.xz``)."""
-    return _OPENERS.get(path.suffix, lambda p: open(p, "rb"))(path)  # noqa: SIM115 - caller closes
+    opener = _OPENERS.get(path.suffix)
+    return opener(path) if opener is not None else path.open("rb")
 
 
 @dataclass(frozen=True)
