@@ -41,7 +41,8 @@ def table(sweep: Path, udpipe: Path) -> str:
         "CoNLL 2018 best LAS (UD 2.2)": {c: CONLL2018_BEST_LAS[c][0] for c in codes
                                          if c in CONLL2018_BEST_LAS},
     }
-    skipped = json.loads((sweep / "skipped.json").read_text(encoding="utf-8"))
+    listed = sweep / "skipped.json"  # written when the sweep ends
+    skipped = json.loads(listed.read_text(encoding="utf-8")) if listed.is_file() else {}
     return release_table(ours, skipped=skipped, extra=extra)
 
 
