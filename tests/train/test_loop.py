@@ -117,7 +117,7 @@ def test_early_stopping_after_patience(tmp_path):
 
 
 GE_CORPUS = ["objective=likelihood_ge", "objective.terms.ge.warmup=0",
-             "+objective.terms.ge.aggregate=corpus", "data.labeled_size=10",
+             "+objective.terms.ge.aggregate=corpus", "+objective.terms.ge.corpus=cache", "data.labeled_size=10",
              "trainer.eval_every=4", "trainer.keep_last=10", "trainer.patience=null",
              "model.dropout=0.3"]
 
