@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 from omegaconf import OmegaConf
 
-from parser.config import ModelConfig
+from parser.config import EncoderKind, ModelConfig
 from parser.data.vocab import Vocabularies
 from parser.models.decoder import Decoder
 from parser.models.parser_model import ParserModel, build_parser, ud_rules_of, upos_ids
@@ -47,7 +47,8 @@ def parser_from_state(state: dict, *, where: str) -> tuple[ParserModel, Vocabula
     config = state["config"]
     model_cfg = OmegaConf.merge(OmegaConf.structured(ModelConfig), config["model"])
     vocabs = Vocabularies.from_state_dict(state["vocabs"])
-    check_model_memory(model_cfg, vocabs, where=where)
+    if model_cfg.encoder.kind == EncoderKind.bilstm:  # a pretrained encoder's size is its files'
+        check_model_memory(model_cfg, vocabs, where=where)
     model = build_parser(model_cfg, vocabs.sizes(), upos=vocabs.upos, chars=vocabs.chars,
                          rels=vocabs.rels)
     model.load_state_dict(state["model"])
@@ -91,7 +92,8 @@ def check_model_memory(model_cfg, vocabs: Vocabularies, *, where: str,
                        available: int | None = None) -> int:
     """The bytes of the parameters the config ``model_cfg`` describes, counted on the ``meta``
     device (nothing allocated); a :class:`CheckpointError` naming the largest dimensions of the
-    config when they exceed ``available`` (default: :func:`available_memory`)."""
+    config when they exceed ``available`` (default: :func:`available_memory`). For a BiLSTM
+    encoder only: a pretrained one cannot be built on the meta device (its size is its files')."""
     with torch.device("meta"):
         shapes = build_parser(model_cfg, vocabs.sizes(), upos=vocabs.upos, chars=vocabs.chars,
                               rels=vocabs.rels)
