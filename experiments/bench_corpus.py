@@ -28,6 +28,8 @@ from pathlib import Path
 
 from synthetic_corpus import write_corpus
 
+from parser.data.paths import resolve_ud_root, treebank_file
+
 REPO = Path(__file__).resolve().parents[1]
 TRAIN_CHILD = r"""
 import json, resource, sys, time
@@ -82,11 +84,8 @@ print(json.dumps({"rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss /
 
 
 def ewt_train() -> Path:
-    root = Path(os.environ.get("UD_ROOT", REPO / "data" / "ud"))
-    found = sorted((root / "en_ewt").glob("*-ud-train.conllu"))
-    if not found:
-        raise SystemExit(f"EWT train not found under {root}/en_ewt (set UD_ROOT)")
-    return found[0]
+    """EWT's training file under the UD data root ($UD_ROOT, else data/ud), in either layout."""
+    return treebank_file(resolve_ud_root(None), "en_ewt", "train")
 
 
 def run_child(code: str, *args: str) -> dict:
