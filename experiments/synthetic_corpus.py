@@ -6,7 +6,7 @@ treebank), as tokenised lines, raw text lines (the ``# text`` of each sentence) 
 and UPOS). ``.gz`` / ``.xz`` output names compress. Generated at run time, never committed.
 
     python experiments/synthetic_corpus.py --source data/ud/en_ewt/en_ewt-ud-train.conllu \\
-        --sentences 1000000 --out /tmp/corpus.txt
+        --sentences 1000000 --out $RUNS/corpus.txt
 """
 
 from __future__ import annotations
