@@ -1,5 +1,6 @@
 """Inputs and outputs of ``parser-predict`` that are not plain files: ``-`` (standard input or
-output) and gzip-compressed input (``.gz``). Each becomes a plain file in a temporary folder for
+output) and compressed input (``.gz``, ``.xz``; :func:`parser.data.corpus_files.open_binary`, the
+one opener of compressed text). Each becomes a plain file in a temporary folder for
 the length of the command, so the parsers keep reading a file twice (check, then parse) with
 memory bounded by a chunk, and the output is still written whole or not at all.
 
@@ -9,7 +10,7 @@ A temporary file keeps the name the parsers show and number sentences by (``in.c
 
 from __future__ import annotations
 
-import gzip
+import lzma
 import shutil
 import sys
 import tempfile
@@ -17,6 +18,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
+
+from parser.data.corpus_files import COMPRESSED, open_binary
 
 __all__ = ["STDIO", "local_input", "local_output"]
 
@@ -28,8 +31,8 @@ CONLLU_SUFFIXES = (".conllu", ".conll")
 def local_input(name: str, *, format: str, stdin: IO[str] | None = None) -> Iterator[Path]:
     """A plain file holding the input ``name``: the path itself, or a temporary copy of standard
     input (``-``; with ``format=auto`` named ``.conllu`` when its first line looks like CoNLL-U,
-    else ``.txt``) or of a gzip file decompressed (``*.gz``)."""
-    if name != STDIO and not name.endswith(".gz"):
+    else ``.txt``) or of a compressed file decompressed (``*.gz``, ``*.xz``)."""
+    if name != STDIO and Path(name).suffix not in COMPRESSED:
         yield Path(name).expanduser()
         return
     with tempfile.TemporaryDirectory(prefix="parser-predict-") as folder:
@@ -40,15 +43,15 @@ def local_input(name: str, *, format: str, stdin: IO[str] | None = None) -> Iter
                 shutil.copyfileobj(source, out)
             path = path.rename(path.with_suffix(_stdin_suffix(path, format=format)))
         else:
-            gz = Path(name).expanduser()
-            if not gz.is_file():
+            packed = Path(name).expanduser()
+            if not packed.is_file():
                 raise ValueError(f"input={name}: no such file")
-            path = Path(folder) / gz.with_suffix("").name
+            path = Path(folder) / packed.with_suffix("").name
             try:
-                with gzip.open(gz, "rb") as source, open(path, "wb") as out:
+                with open_binary(packed) as source, open(path, "wb") as out:
                     shutil.copyfileobj(source, out)
-            except (OSError, EOFError) as error:
-                raise ValueError(f"input={name}: not a readable gzip file ({error})") from None
+            except (OSError, EOFError, lzma.LZMAError) as error:
+                raise ValueError(f"input={name}: not a readable {packed.suffix} file ({error})") from None
         yield path
 
 

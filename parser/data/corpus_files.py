@@ -18,13 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-__all__ = ["FORMATS", "Line", "LineReader", "corpus_files", "detect_format", "open_binary"]
+__all__ = ["COMPRESSED", "FORMATS", "Line", "LineReader", "corpus_files", "detect_format", "open_binary"]
 
 FORMATS = ("raw", "tokenised", "conllu")
 _OPENERS: dict[str, Callable[[Path], IO[bytes]]] = {  # the reader closes what they open
     ".gz": lambda path: gzip.open(path, "rb"),  # noqa: SIM115
     ".xz": lambda path: lzma.open(path, "rb"),  # noqa: SIM115
 }
+COMPRESSED = tuple(_OPENERS)  # the suffixes open_binary decompresses
 
 
 def corpus_files(value: str | os.PathLike, *, option: str) -> list[Path]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import lzma
 import re
 from pathlib import Path
 
@@ -143,17 +144,18 @@ def test_standard_input_output_and_gzip_give_the_file_output(tiny_checkpoint, de
     captured = capsys.readouterr()
     assert captured.out == expected  # the parse alone: the summary went to standard error
     assert "parsed" in captured.err
-    packed = tmp_path / "tiny-dev.conllu.gz"
-    packed.write_bytes(gzip.compress(dev.read_bytes()))
-    unpacked = tmp_path / "from-gz.conllu"
-    assert predict_main([f"checkpoint={tiny_checkpoint}", f"input={packed}",
-                         f"output={unpacked}", "kbest=2"]) == 0
-    assert unpacked.read_text(encoding="utf-8") == expected
-    broken = tmp_path / "broken.conllu.gz"
-    broken.write_bytes(b"not gzip")
-    assert predict_main([f"checkpoint={tiny_checkpoint}", f"input={broken}",
-                         f"output={tmp_path / 'x.conllu'}"]) == 2
-    assert f"input={broken}: not a readable gzip file" in capsys.readouterr().err
+    for suffix, compress in ((".gz", gzip.compress), (".xz", lzma.compress)):
+        packed = tmp_path / f"tiny-dev.conllu{suffix}"
+        packed.write_bytes(compress(dev.read_bytes()))
+        unpacked = tmp_path / f"from{suffix}.conllu"
+        assert predict_main([f"checkpoint={tiny_checkpoint}", f"input={packed}",
+                             f"output={unpacked}", "kbest=2"]) == 0
+        assert unpacked.read_text(encoding="utf-8") == expected
+        broken = tmp_path / f"broken.conllu{suffix}"
+        broken.write_bytes(b"not compressed")
+        assert predict_main([f"checkpoint={tiny_checkpoint}", f"input={broken}",
+                             f"output={tmp_path / 'x.conllu'}"]) == 2
+        assert f"input={broken}: not a readable {suffix} file" in capsys.readouterr().err
 
 
 def test_final_evaluation_writes_and_scores_what_parser_evaluate_does(tiny_checkpoint, dev,
