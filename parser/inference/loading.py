@@ -19,7 +19,13 @@ from omegaconf import OmegaConf
 from parser.config import EncoderKind, ModelConfig
 from parser.data.vocab import Vocabularies
 from parser.models.decoder import Decoder
-from parser.models.parser_model import ParserModel, build_parser, ud_rules_of, upos_ids
+from parser.models.parser_model import (
+    ParserModel,
+    build_parser,
+    scorer_kwargs,
+    ud_rules_of,
+    upos_ids,
+)
 from parser.runtime.checkpoint import CheckpointError, load_checkpoint
 
 __all__ = ["available_memory", "check_model_memory", "load_decoder", "load_parser",
@@ -47,7 +53,7 @@ def parser_from_state(state: dict, *, where: str) -> tuple[ParserModel, Vocabula
     config = state["config"]
     model_cfg = OmegaConf.merge(OmegaConf.structured(ModelConfig), config["model"])
     vocabs = Vocabularies.from_state_dict(state["vocabs"])
-    if model_cfg.encoder.kind == EncoderKind.bilstm:  # a pretrained encoder's size is its files'
+    if model_cfg.encoder.kind == EncoderKind.bilstm and _claims_more(model_cfg, vocabs, state["model"]):
         check_model_memory(model_cfg, vocabs, where=where)
     model = build_parser(model_cfg, vocabs.sizes(), upos=vocabs.upos, chars=vocabs.chars,
                          rels=vocabs.rels)
@@ -86,6 +92,18 @@ def with_overrides(decoder: Decoder, vocabs: Vocabularies, *, projective: bool |
     if ud_rules is not None:
         changes["ud_rules"] = ud_rules_of(ud_rules, vocabs.rels, vocabs.upos)
     return replace(decoder, **changes)
+
+
+def _claims_more(model_cfg, vocabs: Vocabularies, weights: dict) -> bool:
+    """Whether a size in the config or the vocabularies exceeds every dimension of the stored
+    weights: each size of an honest checkpoint is one of its tensors' dimensions, so its model is
+    the weights' size, already in memory. Only then is the exact (meta-device) count needed: the
+    meta build's first initialiser imports torch's Python decompositions, about 1 s."""
+    stored = max((max(w.shape, default=0) for w in weights.values() if isinstance(w, torch.Tensor)),
+                 default=0)
+    sizes = [v for v in scorer_kwargs(model_cfg).values()  # the chosen scorer's options only
+             if isinstance(v, int) and not isinstance(v, bool)]
+    return max([*sizes, *vocabs.sizes().values()], default=0) > stored
 
 
 def check_model_memory(model_cfg, vocabs: Vocabularies, *, where: str,

@@ -20,7 +20,7 @@ from parser.cli.predict import main as predict_main
 from parser.data.conllu_io import read_conllu
 from parser.data.conllu_stream import stream_conllu
 from parser.data.validate import ConlluError
-from parser.inference import load_parser
+from parser.inference import load_parser, loading
 from parser.models.decoder import Decoder
 from parser.runtime.checkpoint import load_checkpoint, save_checkpoint
 from parser.tokenize import Token
@@ -236,3 +236,21 @@ def test_a_checkpoint_of_absurd_dimensions_is_refused_before_allocation(checkpoi
     assert status == 2
     assert "model.lstm_hidden=400000" in err and "bytes" in err and "available" in err
     assert "Traceback" not in err
+
+
+def test_a_consistent_checkpoint_skips_the_exact_count_and_a_larger_vocabulary_does_not(
+        checkpoint, tmp_path, monkeypatch):
+    """Sizes that the stored weights bound need no meta-device build (about 1 s at start-up);
+    a vocabulary larger than every stored dimension is counted before anything is allocated."""
+    counted = []
+    real = loading.check_model_memory
+    monkeypatch.setattr(loading, "check_model_memory",
+                        lambda *args, **kwargs: counted.append(1) or real(*args, **kwargs))
+    load_parser(checkpoint)
+    assert counted == []
+    state = load_checkpoint(checkpoint)
+    state["vocabs"]["words"]["tokens"] += [f"w{i}" for i in range(100_000)]
+    larger = save_checkpoint(state, tmp_path / "larger-vocab.pt")
+    with pytest.raises(RuntimeError, match="size mismatch"):  # its weights do not fit its vocabulary
+        load_parser(larger)
+    assert counted == [1]
