@@ -112,7 +112,7 @@ def train_pipeline(*, treebank: str, root: str | Path | None, recipe: str,
                    output: str | Path) -> dict:
     """Train, build and score the pipeline of ``treebank`` into ``output``; returns (and writes
     to ``<output>/result.json``) its figures."""
-    root = resolve_ud_root(root)
+    root = resolve_ud_root(root).resolve()  # the stages record it: resumable from any folder
     info = read_treebank_info(root, treebank)
     info.require_text()
     info.require_train(root=root)
