@@ -1,0 +1,99 @@
+"""Issue 38's accuracy protocol: likelihood, plain self-training and self-training on confident
+arcs, ``--seeds`` each, on every treebank given, then one table per treebank with paired
+significance against plain self-training (``experiments/compare_arms.py``).
+
+    PYTHONPATH=. python experiments/ssl_protocol.py --root data/ud-release --out $RUNS/ssl38 \\
+        --treebanks en_ewt af_afribooms el_gdt hu_szeged mt_mudt --seeds 1 2 3
+
+Per treebank and seed (``experiment=ssl_ewt``: ``data.labeled_size`` labeled trees, the rest of
+the training file as unlabeled text, gold UPOS input):
+
+- ``likelihood``: the labeled trees alone; its ``best.pt`` is the teacher of the two others
+  (the same seed's);
+- ``self_training``: ``objective=kl_fair`` with ``tree=mst``: the student fits the teacher's
+  whole 1-best tree on each unlabeled sentence (what Stanza and DCST do), at the weight and
+  warm-up issue 19's protocol chose for self-training on EWT dev (ssl_fair.md);
+- ``confident_arcs``: ``objective=confident_arcs``: only the teacher's arcs whose exact marginal
+  passes the threshold, the student's marginal likelihood of every tree containing them.
+
+Each run is a ``parser-train`` subprocess in ``<out>/<treebank>/<arm>_s<seed>``; a run whose
+``test.pred.conllu`` exists is not run again, so the command resumes after a kill (a killed run
+starts over: its folder is cleared). ``--extra`` overrides go to every run (for a smoke test:
+``--extra trainer.max_steps=4 trainer.eval_every=2``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "experiments"))
+
+import compare_arms  # noqa: E402
+
+from parser.data.treebanks import read_treebank_info  # noqa: E402
+
+ARMS = {
+    "likelihood": ["objective=likelihood"],
+    "self_training": ["objective=kl_fair", "+objective.terms.kl.tree=mst"],
+    "confident_arcs": ["objective=confident_arcs"],
+}
+TEACHER_OPTION = {"self_training": "objective.terms.kl.checkpoint",
+                  "confident_arcs": "objective.terms.confident_arcs.checkpoint"}
+
+
+def train(folder: Path, overrides: list[str]) -> Path:
+    """``folder``'s finished run, trained now unless it finished before."""
+    if (folder / "test.pred.conllu").is_file():
+        return folder
+    shutil.rmtree(folder, ignore_errors=True)
+    command = [sys.executable, "-m", "parser.cli.train", *overrides, f"hydra.run.dir={folder}"]
+    print("$", " ".join(command[2:]), flush=True)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / f"{folder.name}.log", "w", encoding="utf-8") as log:
+        subprocess.run(command, check=True, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+    return folder
+
+
+def treebank_runs(code: str, *, root: Path, out: Path, seeds: list[int],
+                  extra: list[str]) -> dict[str, list[Path]]:
+    """Every arm's finished runs of ``code``, in seed order."""
+    runs: dict[str, list[Path]] = {arm: [] for arm in ARMS}
+    data = [f"data.root={root}", f"data.treebank={code}"]
+    for seed in seeds:
+        common = ["experiment=ssl_ewt", *data, f"trainer.seed={seed}", "trainer.num_threads=1", *extra]
+        teacher = train(out / code / f"likelihood_s{seed}", [*common, *ARMS["likelihood"]])
+        runs["likelihood"].append(teacher)
+        for arm in ("self_training", "confident_arcs"):
+            checkpoint = f"{TEACHER_OPTION[arm]}={teacher / 'checkpoints' / 'best.pt'}"
+            runs[arm].append(train(out / code / f"{arm}_s{seed}", [*common, *ARMS[arm], checkpoint]))
+    return runs
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--root", type=Path, required=True, help="the UD data root (either layout)")
+    parser.add_argument("--out", type=Path, required=True, help="run folders and tables go here")
+    parser.add_argument("--treebanks", nargs="+", required=True)
+    parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
+    parser.add_argument("--extra", nargs="*", default=[], help="overrides for every run")
+    args = parser.parse_args(argv)
+    root = args.root.resolve()
+    for name in args.treebanks:
+        info = read_treebank_info(root, name)
+        runs = treebank_runs(info.code, root=root, out=args.out.resolve(), seeds=args.seeds,
+                             extra=args.extra)
+        table = args.out / f"{info.code}.md"
+        compare_arms.main(["--gold", str(info.files["test"]), "--out", str(table),
+                           "--baseline", "self_training=" + ",".join(map(str, runs["self_training"])),
+                           "--arm", "likelihood=" + ",".join(map(str, runs["likelihood"])),
+                           "--arm", "confident_arcs=" + ",".join(map(str, runs["confident_arcs"]))])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
