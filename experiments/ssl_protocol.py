@@ -17,15 +17,14 @@ the training file as unlabeled text, gold UPOS input):
   passes the threshold, the student's marginal likelihood of every tree containing them.
 
 Each run is a ``parser-train`` subprocess in ``<out>/<treebank>/<arm>_s<seed>``; a run whose
-``test.pred.conllu`` exists is not run again, so the command resumes after a kill (a killed run
-starts over: its folder is cleared). ``--extra`` overrides go to every run (for a smoke test:
-``--extra trainer.max_steps=4 trainer.eval_every=2``).
+``test.pred.conllu`` exists is not run again and a killed one resumes from its last checkpoint
+(``trainer.resume=last``), so the command goes on after a kill. ``--extra`` overrides go to every
+run (for a smoke test: ``--extra trainer.max_steps=4 trainer.eval_every=2``).
 """
 
 from __future__ import annotations
 
 import argparse
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -50,11 +49,12 @@ def train(folder: Path, overrides: list[str]) -> Path:
     """``folder``'s finished run, trained now unless it finished before."""
     if (folder / "test.pred.conllu").is_file():
         return folder
-    shutil.rmtree(folder, ignore_errors=True)
+    if list((folder / "checkpoints").glob("step-*.pt")):
+        overrides = [*overrides, "trainer.resume=last"]  # a killed run goes on from its checkpoint
     command = [sys.executable, "-m", "parser.cli.train", *overrides, f"hydra.run.dir={folder}"]
     print("$", " ".join(command[2:]), flush=True)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    with open(folder.parent / f"{folder.name}.log", "w", encoding="utf-8") as log:
+    with open(folder.parent / f"{folder.name}.log", "a", encoding="utf-8") as log:
         subprocess.run(command, check=True, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
     return folder
 
