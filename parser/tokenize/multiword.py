@@ -90,16 +90,14 @@ class MultiwordTable:
         """The words of the surface token ``form`` (itself alone when it is not split)."""
         lower = _lower(form)
         words = self.splits.get(lower)
-        if words is None and lower not in self.whole:
-            words = self._by_rule(form)  # the stem keeps its casing ("ASCII's" -> "ASCII 's")
-            if words is not None and form.isupper() and len(form) > 1:
-                return tuple(w.upper() for w in words)
-            return (form,) if words is None else words
+        by_rule = words is None and lower not in self.whole
+        if by_rule:
+            words = self._by_rule(form)  # the stem keeps the form's casing ("ASCII's" -> "ASCII 's")
         if words is None:
             return (form,)
         if form.isupper() and len(form) > 1:
             return tuple(w.upper() for w in words)
-        if form[:1].isupper():
+        if form[:1].isupper() and not by_rule:
             return (words[0][:1].upper() + words[0][1:], *words[1:])
         return words
 
