@@ -54,8 +54,12 @@ def train(folder: Path, overrides: list[str]) -> Path:
     command = [sys.executable, "-m", "parser.cli.train", *overrides, f"hydra.run.dir={folder}"]
     print("$", " ".join(command[2:]), flush=True)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    with open(folder.parent / f"{folder.name}.log", "a", encoding="utf-8") as log:
-        subprocess.run(command, check=True, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+    log_path = folder.parent / f"{folder.name}.log"
+    with open(log_path, "a", encoding="utf-8") as log:
+        done = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+    if done.returncode != 0:
+        raise SystemExit(f"{folder.name}: parser-train failed with exit status {done.returncode}; "
+                         f"its log: {log_path} (run the command again to resume)")
     return folder
 
 
