@@ -28,7 +28,7 @@ from parser.data.conllu_io import Sentence
 from parser.data.corpus_batches import CorpusBatcher
 from parser.data.vocab import Vocabularies
 
-__all__ = ["LABELED", "UNLABELED", "TrainingStream", "split_labeled", "strip_annotation"]
+__all__ = ["LABELED", "UNLABELED", "TrainingStream", "split_labeled", "strip_annotation", "unlabeled_subset"]
 
 LABELED, UNLABELED = "labeled", "unlabeled"
 
@@ -66,6 +66,23 @@ def split_labeled(
     chosen = np.zeros(n_sentences, dtype=bool)
     chosen[order[:labeled_size]] = True
     return np.flatnonzero(chosen).tolist(), np.flatnonzero(~chosen).tolist()
+
+
+def unlabeled_subset(n_sentences: int, *, size: int | None, seed: int) -> list[int]:
+    """Indices, in order, of ``size`` of ``n_sentences`` unlabeled sentences (all when None), a
+    seeded subset nested across sizes: the learning curve in the amount of unlabeled text.
+
+    >>> small, large = (unlabeled_subset(10, size=k, seed=0) for k in (3, 6))
+    >>> set(small) <= set(large), len(large), unlabeled_subset(3, size=None, seed=0)
+    (True, 6, [0, 1, 2])
+    """
+    if size is None:
+        return list(range(n_sentences))
+    if not 0 <= size <= n_sentences:
+        raise ValueError(f"data.unlabeled_size={size}: there are {n_sentences} unlabeled sentences")
+    # Not the labeled subset's generator: a separate stream of the same seed.
+    order = np.random.default_rng([seed, 1]).permutation(n_sentences)
+    return sorted(order[:size].tolist())
 
 
 def strip_annotation(sentences: Sequence[Sentence]) -> list[Sentence]:

@@ -6,7 +6,9 @@ training file (its first ``max_train_sentences``), splits it into labeled trees 
 unlabeled text (``labeled_size`` / ``labeled_fraction``), adds ``unlabeled_file`` when given,
 tags the unlabeled text with ``data.tagger`` where it lacks UPOS (every word with
 ``data.retag_unlabeled``), builds the vocabularies from the training sentences (the unlabeled ones
-stripped of their trees first), and makes the training stream and the dev/test batchers. With
+stripped of their trees first), keeps ``unlabeled_size`` of the unlabeled sentences (after the
+vocabulary, so that every size shares a teacher), and makes the training stream and the
+dev/test batchers. With
 ``unlabeled_corpus`` the unlabeled batches stream from disk (:mod:`parser.train.corpus_data`):
 the training file's own unlabeled text is the corpus's first records, and ``unlabeled`` holds
 only that text.
@@ -27,7 +29,7 @@ from parser.constraints.spec import UPOS_TAGS
 from parser.data.batching import BucketBatcher, EncodedSentence
 from parser.data.conllu_io import Sentence, Treebank, read_conllu, read_tokenized
 from parser.data.paths import SPLITS, resolve_ud_root, treebank_file
-from parser.data.streams import TrainingStream, split_labeled, strip_annotation
+from parser.data.streams import TrainingStream, split_labeled, strip_annotation, unlabeled_subset
 from parser.data.treebanks import MIN_CARVED_DEV, TreebankInfo, carved_dev_size, read_treebank_info
 from parser.data.vocab import Vocabularies
 from parser.inference import missing_upos, tag_input
@@ -240,6 +242,10 @@ def load_training_data(
     report_unknown_upos(labeled + unlabeled)
     if vocabs is None:
         vocabs = Vocabularies.build(labeled + unlabeled, min_freq=cfg.min_freq)
+    if cfg.unlabeled_size is not None:
+        # After the vocabulary: every size has the full-size run's, so one teacher serves them all.
+        unlabeled = [unlabeled[i] for i in unlabeled_subset(len(unlabeled), size=cfg.unlabeled_size,
+                                                            seed=cfg.subset_seed)]
     log.info("training on %d labeled and %d unlabeled sentences%s", len(labeled), len(unlabeled),
              f" and the corpus {cfg.unlabeled_corpus}" if cfg.unlabeled_corpus else "")
     corpus = None

@@ -44,6 +44,20 @@ def test_unlabeled_stream_never_exposes_trees(fixtures):
     assert kinds == {LABELED, UNLABELED}
 
 
+def test_unlabeled_size_keeps_a_nested_subset_and_the_full_vocabulary(fixtures):
+    full = load_training_data(_data_config(fixtures, labeled_size=4), seed=0)
+    small, large = (load_training_data(_data_config(fixtures, labeled_size=4, unlabeled_size=k), seed=0)
+                    for k in (2, 5))
+    assert [len(d.unlabeled) for d in (small, large)] == [2, 5] and len(full.unlabeled) > 5
+    forms = [[s.forms for s in d.unlabeled] for d in (small, large, full)]
+    assert all(f in forms[1] for f in forms[0]) and all(f in forms[2] for f in forms[1])
+    assert [s.forms for s in small.labeled] == [s.forms for s in full.labeled]
+    assert small.vocabs.state_dict() == full.vocabs.state_dict()  # the full run's teacher fits
+    assert len(small.stream.unlabeled.encoded) == 2
+    with pytest.raises(ValueError, match=f"unlabeled_size=99: there are {len(full.unlabeled)} unlabeled"):
+        load_training_data(_data_config(fixtures, labeled_size=4, unlabeled_size=99), seed=0)
+
+
 @pytest.mark.parametrize("ratio,pattern", [(2.0, "LUULUULUU"), (0.5, "LLULLULLU"), (0.0, "LLLLLLLLL")])
 def test_interleaving_ratio(fixtures, ratio, pattern):
     data = load_training_data(_data_config(fixtures, labeled_size=8, unlabeled_ratio=ratio), seed=0)
