@@ -16,6 +16,11 @@ the training file as unlabeled text, gold UPOS input):
 - ``confident_arcs``: ``objective=confident_arcs``: only the teacher's arcs whose exact marginal
   passes the threshold, the student's marginal likelihood of every tree containing them.
 
+``--curve N ...``: the learning curve in unlabeled text of ``--curve-arm`` (first seed only),
+one run per size with ``data.unlabeled_size=N`` (a nested subset of the training file's unlabeled
+text; the vocabulary and the teacher are the full run's), in ``<arm>_s<seed>_u<N>``, and a table
+``<treebank>_curve.md`` of every size against likelihood (no unlabeled text), the full-text run last.
+
 Each run is a ``parser-train`` subprocess in ``<out>/<treebank>/<arm>_s<seed>``; a run whose
 ``test.pred.conllu`` exists is not run again and a killed one resumes from its last checkpoint
 (``trainer.resume=last``), so the command goes on after a kill. ``--extra`` overrides go to every
@@ -63,19 +68,37 @@ def train(folder: Path, overrides: list[str]) -> Path:
     return folder
 
 
+def common_overrides(code: str, *, root: Path, seed: int, extra: list[str]) -> list[str]:
+    return ["experiment=ssl_ewt", f"data.root={root}", f"data.treebank={code}", f"trainer.seed={seed}",
+            "trainer.num_threads=1", *extra]
+
+
+def student(arm: str, teacher: Path) -> list[str]:
+    """The overrides of a self-training ``arm`` taught by the finished run ``teacher``."""
+    return [*ARMS[arm], f"{TEACHER_OPTION[arm]}={teacher / 'checkpoints' / 'best.pt'}"]
+
+
 def treebank_runs(code: str, *, root: Path, out: Path, seeds: list[int],
                   extra: list[str]) -> dict[str, list[Path]]:
     """Every arm's finished runs of ``code``, in seed order."""
     runs: dict[str, list[Path]] = {arm: [] for arm in ARMS}
-    data = [f"data.root={root}", f"data.treebank={code}"]
     for seed in seeds:
-        common = ["experiment=ssl_ewt", *data, f"trainer.seed={seed}", "trainer.num_threads=1", *extra]
+        common = common_overrides(code, root=root, seed=seed, extra=extra)
         teacher = train(out / code / f"likelihood_s{seed}", [*common, *ARMS["likelihood"]])
         runs["likelihood"].append(teacher)
         for arm in ("self_training", "confident_arcs"):
-            checkpoint = f"{TEACHER_OPTION[arm]}={teacher / 'checkpoints' / 'best.pt'}"
-            runs[arm].append(train(out / code / f"{arm}_s{seed}", [*common, *ARMS[arm], checkpoint]))
+            runs[arm].append(train(out / code / f"{arm}_s{seed}", [*common, *student(arm, teacher)]))
     return runs
+
+
+def curve_runs(code: str, arm: str, sizes: list[int], *, root: Path, out: Path, seed: int,
+               extra: list[str]) -> list[tuple[str, Path]]:
+    """``arm``'s finished runs with ``data.unlabeled_size`` of each of ``sizes``, as (size, run)."""
+    common = common_overrides(code, root=root, seed=seed, extra=extra)
+    teacher = out / code / f"likelihood_s{seed}"
+    return [(f"{size:,}", train(out / code / f"{arm}_s{seed}_u{size}",
+                                [*common, *student(arm, teacher), f"data.unlabeled_size={size}"]))
+            for size in sizes]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--treebanks", nargs="+", required=True)
     parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
     parser.add_argument("--extra", nargs="*", default=[], help="overrides for every run")
+    parser.add_argument("--curve", nargs="*", type=int, default=[], metavar="N",
+                        help="unlabeled sizes of the learning curve (first seed)")
+    parser.add_argument("--curve-arm", choices=sorted(TEACHER_OPTION), default="confident_arcs")
     args = parser.parse_args(argv)
     root = args.root.resolve()
     for name in args.treebanks:
@@ -96,6 +122,14 @@ def main(argv: list[str] | None = None) -> int:
                            "--baseline", "self_training=" + ",".join(map(str, runs["self_training"])),
                            "--arm", "likelihood=" + ",".join(map(str, runs["likelihood"])),
                            "--arm", "confident_arcs=" + ",".join(map(str, runs["confident_arcs"]))])
+        if args.curve:
+            seed = args.seeds[0]
+            points = curve_runs(info.code, args.curve_arm, args.curve, root=root, out=args.out.resolve(),
+                                seed=seed, extra=args.extra)
+            full = (f"all ({args.curve_arm})", runs[args.curve_arm][0])
+            compare_arms.main(["--gold", str(info.files["test"]), "--out", str(args.out / f"{info.code}_curve.md"),
+                               "--baseline", f"likelihood={runs['likelihood'][0]}",
+                               *[f"--arm={name}={run}" for name, run in [*points, full]]])
     return 0
 
 
