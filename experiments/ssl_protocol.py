@@ -37,9 +37,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "experiments"))
 
-import compare_arms  # noqa: E402
+import compare_arms
 
-from parser.data.treebanks import read_treebank_info  # noqa: E402
+from parser.data.treebanks import read_treebank_info
 
 ARMS = {
     "likelihood": ["objective=likelihood"],
@@ -61,7 +61,7 @@ def train(folder: Path, overrides: list[str]) -> Path:
     folder.parent.mkdir(parents=True, exist_ok=True)
     log_path = folder.parent / f"{folder.name}.log"
     with open(log_path, "a", encoding="utf-8") as log:
-        done = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+        done = subprocess.run(command, check=False, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
     if done.returncode != 0:
         raise SystemExit(f"{folder.name}: parser-train failed with exit status {done.returncode}; "
                          f"its log: {log_path} (run the command again to resume)")
