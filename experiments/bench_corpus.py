@@ -12,7 +12,10 @@ one thread, which reports its own peak RSS (``resource.getrusage``):
 - ``data``: the unlabeled batches alone, no model (the vocabulary of EWT train in both paths):
   the data path's own rate, and the in-memory path's encoding time before its first batch.
 
-    python experiments/bench_corpus.py --sizes 10000 100000 1000000 --memory-size 100000
+All corpora are written first (and synced to disk); the training runs then go in ``--repeats``
+rounds over every row, and each row reports the medians of its rounds.
+
+    python experiments/bench_corpus.py --sizes 10000 100000 1000000 --memory-size 100000 --repeats 3
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -113,22 +117,26 @@ def main() -> None:
     parser.add_argument("--memory-size", type=int, default=100_000)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--data-batches", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=1, help="rounds of the training runs; medians")
     args = parser.parse_args()
     ewt = ewt_train()
-    rows = []
+    runs = [("stream", size) for size in sorted(args.sizes)] + [("memory", args.memory_size)]
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
-        for size in sorted(set(args.sizes) | {args.memory_size}):
-            corpus = write_corpus(ewt, work / f"corpus-{size}.txt", sentences=size)
-            paths = [("stream", True)] if size in args.sizes else []
-            paths += [("memory", False)] if size == args.memory_size else []
-            for name, streamed in paths:
-                trained = train(corpus, streamed=streamed, steps=args.steps, work=work, root=ewt.parent.parent)
-                data = run_child(DATA_CHILD, str(corpus), str(ewt), name, str(args.data_batches))
-                rows.append({"path": name, "sentences": size, **trained,
-                             **{f"data_{k}": v for k, v in data.items()}})
-                print(json.dumps(rows[-1]), flush=True)
-            corpus.unlink()
+        corpora = {size: write_corpus(ewt, work / f"corpus-{size}.txt", sentences=size)
+                   for size in sorted(set(args.sizes) | {args.memory_size})}
+        os.sync()  # no write-back of the fresh corpora during the timed runs
+        trained: dict[tuple[str, int], list[dict]] = {run: [] for run in runs}
+        for _ in range(args.repeats):  # rounds over every row: load drifts hit all rows alike
+            for name, size in runs:
+                trained[name, size].append(train(corpora[size], streamed=name == "stream", steps=args.steps,
+                                                 work=work, root=ewt.parent.parent))
+                print(json.dumps({"path": name, "sentences": size, **trained[name, size][-1]}), flush=True)
+        rows = []
+        for name, size in runs:
+            data = run_child(DATA_CHILD, str(corpora[size]), str(ewt), name, str(args.data_batches))
+            medians = {key: statistics.median(r[key] for r in trained[name, size]) for key in trained[name, size][0]}
+            rows.append({"path": name, "sentences": size, **medians, **{f"data_{k}": v for k, v in data.items()}})
     print("| path | corpus sentences | peak RSS (MB) | time to first step (s) | unlabeled sent/s (training) "
           "| data path alone: RSS (MB) | first batch (s) | sent/s |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
