@@ -27,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import ssl_protocol
 import torch
 from common import machine, markdown_table
 from hydra import compose, initialize_config_dir
@@ -37,15 +38,12 @@ from parser.data.streams import UNLABELED
 from parser.inference import load_parser
 from parser.train.loop import Trainer
 
-ARMS = {"self_training": ["objective=kl_fair", "+objective.terms.kl.tree=mst"],
-        "confident_arcs": ["objective=confident_arcs"]}
-TEACHER_OPTION = {"self_training": "objective.terms.kl.checkpoint",
-                  "confident_arcs": "objective.terms.confident_arcs.checkpoint"}
+ARMS = {arm: ssl_protocol.ARMS[arm] for arm in ssl_protocol.TEACHER_OPTION}  # the two self-training arms
 
 
 def trainer_for(arm: str, teacher: Path, root: Path, work: Path) -> Trainer:
     overrides = ["experiment=ssl_ewt", f"data.root={root}", "data.treebank=en_ewt", *ARMS[arm],
-                 f"{TEACHER_OPTION[arm]}={teacher}", "data.dev_split=null", "data.test_split=null",
+                 f"{ssl_protocol.TEACHER_OPTION[arm]}={teacher}", "data.dev_split=null", "data.test_split=null",
                  "trainer.num_threads=1", "logger.tensorboard=false", "trainer.progress=false"]
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         cfg = compose("config", overrides=overrides)
