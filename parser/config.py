@@ -144,8 +144,9 @@ class DataConfig:
     # Semi-supervised data flow: a labeled subset of the training file, the rest as unlabeled text.
     labeled_size: int | None = None
     labeled_fraction: float | None = None
-    # The learning curve in unlabeled text: a seeded subset of the training file's unlabeled
-    # part, nested across sizes, taken after the vocabulary is built (so one teacher serves every size).
+    # The learning curve in unlabeled text: a seeded subset of the in-memory unlabeled text (the
+    # training file's part and unlabeled_file), nested across sizes, taken after the vocabulary is
+    # built (so one teacher serves every size).
     unlabeled_size: int | None = None
     unlabeled_file: str | None = None  # CoNLL-U or one tokenised sentence per line
     unlabeled_ratio: float = 1.0  # unlabeled batches per labeled batch

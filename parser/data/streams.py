@@ -79,7 +79,7 @@ def unlabeled_subset(n_sentences: int, *, size: int | None, seed: int) -> list[i
     if size is None:
         return list(range(n_sentences))
     if not 0 <= size <= n_sentences:
-        raise ValueError(f"data.unlabeled_size={size}: there are {n_sentences} unlabeled sentences")
+        raise ValueError(f"data.unlabeled_size={size}: expected 0 to {n_sentences}, the unlabeled sentences there are")
     # Not the labeled subset's generator: a separate stream of the same seed.
     order = np.random.default_rng([seed, 1]).permutation(n_sentences)
     return sorted(order[:size].tolist())

@@ -54,8 +54,10 @@ def test_unlabeled_size_keeps_a_nested_subset_and_the_full_vocabulary(fixtures):
     assert [s.forms for s in small.labeled] == [s.forms for s in full.labeled]
     assert small.vocabs.state_dict() == full.vocabs.state_dict()  # the full run's teacher fits
     assert len(small.stream.unlabeled.encoded) == 2
-    with pytest.raises(ValueError, match=f"unlabeled_size=99: there are {len(full.unlabeled)} unlabeled"):
+    with pytest.raises(ValueError, match=f"unlabeled_size=99: expected 0 to {len(full.unlabeled)}, the unlabeled"):
         load_training_data(_data_config(fixtures, labeled_size=4, unlabeled_size=99), seed=0)
+    with pytest.raises(ValueError, match="unlabeled_size=-1: expected 0 to"):
+        load_training_data(_data_config(fixtures, labeled_size=4, unlabeled_size=-1), seed=0)
 
 
 @pytest.mark.parametrize("ratio,pattern", [(2.0, "LUULUULUU"), (0.5, "LLULLULLU"), (0.0, "LLLLLLLLL")])
