@@ -48,7 +48,7 @@ class MultiwordTable:
         return len(self.splits)
 
     @classmethod
-    def build(cls, paragraphs: Iterable[Paragraph], **rule_options: int | float) -> MultiwordTable:
+    def build(cls, paragraphs: Iterable[Paragraph], **rule_options: float) -> MultiwordTable:
         """From the training paragraphs; ``rule_options`` go to :meth:`SuffixRules.build`."""
         as_split: dict[str, Counter] = {}
         plain: Counter = Counter()
