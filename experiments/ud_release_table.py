@@ -1,7 +1,16 @@
-"""The table of ``experiments/results/ud_release.md``: a ``parser-release`` sweep's rows beside
-UDPipe 1's (``experiments/udpipe_release.py``) and the CoNLL 2018 shared task's best LAS.
+"""The tables of ``experiments/results/ud_release.md``: a ``parser-release`` sweep's rows beside
+UDPipe 1's (``experiments/udpipe_release.py``), UDPipe 2's published figures and the CoNLL 2018
+shared task's best LAS.
 
     PYTHONPATH=. python experiments/ud_release_table.py --sweep $RUNS/release --udpipe $RUNS/udpipe
+
+Printed: the sweep's own table (segmentation, UPOS, UAS/LAS, gold-token UAS/LAS, training
+minutes) with UDPipe 1's LAS and the CoNLL 2018 best LAS beside it; then, from raw text, a table
+per group of metrics (tags; features and lemmas; UAS/LAS/CLAS; MLAS/BLEX), each metric with a
+column for ours, UDPipe 1 and UDPipe 2; then ours - UDPipe 1 for Lemmas, UFeats, MLAS, BLEX and
+LAS. Their last row is the macro average over the treebanks with at least 400 training sentences.
+A figure a json lacks (an older ``result.json`` or ``udpipe_release.py`` output, which stop at
+Tokens, Sentences, Words, UPOS, UAS and LAS) or a source does not publish is blank.
 
 The shared task (UD 2.2, 2018) scored older versions of these treebanks, from raw text: its
 figures are for scale, not a comparison on the same files. Source: the official per-treebank LAS
@@ -16,7 +25,7 @@ import json
 import sys
 from pathlib import Path
 
-from parser.eval.release_table import release_table
+from parser.eval.release_table import comparison_tables, difference_table, release_table
 
 # treebank -> (best raw-text LAS F1, team)
 CONLL2018_BEST_LAS = {
@@ -24,6 +33,30 @@ CONLL2018_BEST_LAS = {
     "af_afribooms": (85.47, "HIT-SCIR"), "el_gdt": (89.65, "HIT-SCIR"),
     "hu_szeged": (82.66, "HIT-SCIR"), "kk_ktb": (31.93, "Uppsala"),
 }
+
+# UDPipe 2, the upper anchor: its published test F1 from raw text ("Raw text" rows, the model
+# trained on that treebank), exactly as printed by its documentation, "Model Performance" of
+# "Universal Dependencies 2.17 Models" (models version 251125, trained on UD 2.17): github.com/
+# ufal/udpipe, docs/models_ud217.md at commit 223da86f482d2242a89998599cfa614e26fb483d (also
+# ufal.mff.cuni.cz/udpipe/2/models). UD 2.17 is the UDPipe 2 release nearest to this project's
+# files (UD 2.16-2.18 cycles, data/ud-release/README.md); the same treebank versions are not
+# guaranteed, so the column anchors, it does not compare on the same files. The table has no
+# Tokens and no CLAS column; None is its "—" (hu_szeged and mr_ufal have no XPOS, mt_mudt no
+# lemmas). kk_ktb has no UDPipe 2.17 model (models need 1,000 training words; it has 529), nor a
+# 2.15 one: absent. UDPipe 2's models also read multilingual BERT's contextual embeddings.
+UDPIPE2_COLUMNS = ("Words", "Sentences", "UPOS", "XPOS", "UFeats", "AllTags", "Lemmas", "UAS", "LAS",
+                   "MLAS", "BLEX")
+UDPIPE2_PUBLISHED = {  # treebank -> the row, in UDPIPE2_COLUMNS' order
+    "af_afribooms": (99.91, 99.29, 98.64, 95.86, 98.23, 95.65, 98.29, 90.57, 87.56, 79.14, 79.99),
+    "el_gdt": (99.87, 90.19, 98.16, 98.17, 95.76, 95.10, 96.08, 93.15, 91.38, 82.07, 82.11),
+    "en_ewt": (99.07, 88.42, 96.75, 96.27, 97.21, 95.51, 97.13, 91.59, 89.91, 83.87, 84.91),
+    "hu_szeged": (99.85, 95.89, 96.73, None, 94.16, 93.48, 95.11, 88.12, 84.56, 74.51, 78.03),
+    "mr_ufal": (94.16, 92.63, 83.94, None, 74.45, 71.05, 84.67, 67.15, 59.85, 38.10, 46.79),
+    "mt_mudt": (99.84, 86.29, 95.78, 95.79, 99.84, 95.34, None, 84.86, 80.04, 68.41, 72.50),
+    "ta_ttb": (94.26, 97.52, 83.94, 82.57, 84.54, 77.97, 89.50, 70.38, 62.08, 51.33, 55.49),
+}
+UDPIPE2_RAW = {code: {metric: value for metric, value in zip(UDPIPE2_COLUMNS, row, strict=True)
+                      if value is not None} for code, row in UDPIPE2_PUBLISHED.items()}
 
 
 def read_json(folder: Path, pattern: str) -> list[dict]:
@@ -43,7 +76,20 @@ def table(sweep: Path, udpipe: Path) -> str:
     }
     listed = sweep / "skipped.json"  # written when the sweep ends
     skipped = json.loads(listed.read_text(encoding="utf-8")) if listed.is_file() else {}
-    return release_table(ours, skipped=skipped, extra=extra)
+    train_sentences = {r["treebank"]: r["train_sentences"] for r in ours}
+    systems = {"ours": {r["treebank"]: r.get("raw") or {} for r in ours},
+               "UDPipe 1": {c: baseline[c].get("raw") or {} for c in codes if c in baseline},
+               "UDPipe 2": UDPIPE2_RAW}
+    return "\n\n".join([
+        release_table(ours, skipped=skipped, extra=extra),
+        ("UDPipe 2: its published raw-text F1 (UD 2.17 models, github.com/ufal/udpipe "
+         "docs/models_ud217.md), the same treebanks in UD 2.17, not necessarily these files; "
+         "blank where it publishes none."),
+        comparison_tables(systems, train_sentences=train_sentences),
+        "Differences with UDPipe 1, from raw text (F1 points):",
+        difference_table(systems["ours"], systems["UDPipe 1"], train_sentences=train_sentences,
+                         baseline_name="UDPipe 1"),
+    ])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,7 +7,9 @@ import json
 
 import pytest
 
+from parser.cli.evaluate_raw import evaluate_raw_text
 from parser.cli.train_pipeline import load_recipe, main, train_pipeline
+from parser.eval.official import METRICS
 from parser.pipeline import Pipeline
 from tests.data.test_treebanks import CODE, FOLDER, lay_out
 
@@ -22,7 +24,8 @@ def test_a_treebank_becomes_a_scored_pipeline_and_a_rerun_reuses_it(tmp_path, fi
     shown = capsys.readouterr().out
     result = json.loads((out / "result.json").read_text())
     assert result["treebank"] == CODE and result["train_sentences"] > 0
-    assert set(result["raw"]) == {"Tokens", "Sentences", "Words", "UPOS", "UAS", "LAS"}
+    assert tuple(result["raw"]) == METRICS  # every official row, tags to BLEX
+    assert tuple(result["gold_tokens"]) == METRICS[METRICS.index("UPOS"):]
     assert all(0 <= value <= 100 for value in result["raw"].values())
     assert 0 <= result["gold_tokens"]["LAS"] <= result["gold_tokens"]["UAS"] <= 100
     assert f"pipeline: {out / (CODE + '.pipeline')}" in shown
@@ -58,3 +61,8 @@ def test_recipes_name_the_two_stages(tmp_path):
         load_recipe(str(bad))
     with pytest.raises(ValueError, match="release_cpu, release_gpu"):
         load_recipe("no_such_recipe")
+
+
+def test_raw_text_scores_name_rows_of_the_official_table(tmp_path):
+    with pytest.raises(ValueError, match=r"\['LAS3'\] are not rows of the official table"):
+        evaluate_raw_text(None, tmp_path / "gold.conllu", tmp_path, name="x", metrics=["LAS3"])

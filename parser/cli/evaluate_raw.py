@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from parser.data.paths import resolve_ud_root, treebank_file
-from parser.eval.official import official_evaluation
+from parser.eval.official import METRICS, official_evaluation
 from parser.pipeline import Pipeline
 from parser.runtime.io_atomic import atomic_write
 from parser.runtime.user_files import input_file, output_dir
@@ -27,9 +28,14 @@ RAW_METRICS = ("Tokens", "Sentences", "Words", "UPOS", "UAS", "LAS")
 
 
 def evaluate_raw_text(pipeline: Pipeline, gold_path: str | Path, out_dir: str | Path, *,
-                      name: str) -> dict:
+                      name: str, metrics: Sequence[str] = RAW_METRICS) -> dict:
     """Parse the raw text of ``gold_path`` with ``pipeline``; the official F1 of each row of
-    :data:`RAW_METRICS` (0..100), the files written and the seconds taken."""
+    ``metrics`` (:data:`RAW_METRICS`, or any of :data:`parser.eval.official.METRICS`; 0..100),
+    the files written and the seconds taken."""
+    unknown = [row for row in metrics if row not in METRICS]
+    if unknown:
+        raise ValueError(f"metrics={list(metrics)}: {unknown} are not rows of the official table "
+                         f"({', '.join(METRICS)})")
     out_dir = Path(out_dir)
     text_path = out_dir / f"{name}.txt"
     pred_path = out_dir / f"{name}.raw.pred.conllu"
@@ -43,7 +49,7 @@ def evaluate_raw_text(pipeline: Pipeline, gold_path: str | Path, out_dir: str | 
     scores = official_evaluation(gold_path, pred_path)
     return {"gold": str(gold_path), "text": str(text_path), "pred": str(pred_path),
             "paragraphs": paragraphs, "sentences": sentences, "seconds": round(seconds, 1),
-            "f1": {row: round(scores[row].f1, 2) for row in RAW_METRICS}}
+            "f1": {row: round(scores[row].f1, 2) for row in metrics}}
 
 
 def run_raw_evaluation(args: dict) -> str:

@@ -8,7 +8,9 @@ test scores from raw text and from gold tokens with the official CoNLL 2018 scri
 Stages, each a run of the one training loop in its own folder under ``output``:
 ``tokenizer/`` (the tokenizer and sentence splitter), ``parser/`` (a parser that tags its own
 words: joint UPOS, its tags as input), then ``<code>.pipeline`` (+ model card) and ``eval/``
-(the test file's raw text parsed by the pipeline). ``result.json`` holds every figure.
+(the test file's raw text parsed by the pipeline). ``result.json`` holds every figure: the
+official CoNLL 2018 F1 of every row (Tokens ... BLEX) from raw text, those from UPOS on from gold
+tokens.
 
 ``recipe``: a file of ``configs/recipe/`` by name (``release_cpu``, the default, or
 ``release_gpu``) or a path; it lists the overrides of each stage (:func:`load_recipe`). The
@@ -39,6 +41,7 @@ from parser.config import check_known_keys, config_dir, register_configs
 from parser.data.conllu_stream import stream_conllu
 from parser.data.paths import resolve_ud_root
 from parser.data.treebanks import TreebankInfo, read_treebank_info
+from parser.eval.official import METRICS
 from parser.pipeline import Pipeline
 from parser.runtime.checkpoint import CheckpointManager
 from parser.runtime.io_atomic import atomic_write
@@ -54,6 +57,9 @@ __all__ = ["OPTIONS", "STAGES", "load_recipe", "main", "train_pipeline"]
 
 OPTIONS = {"treebank": None, "root": None, "recipe": "release_cpu", "output": None}
 STAGES = ("tokenizer", "parser")
+# result.json: "raw" holds every official row (Tokens ... BLEX), "gold_tokens" those from UPOS on
+# (the parser stage's own scoring of the test file; null where that stage recorded none)
+GOLD_TOKEN_METRICS = METRICS[METRICS.index("UPOS"):]
 
 
 def load_recipe(recipe: str) -> dict[str, list[str]]:
@@ -131,13 +137,13 @@ def train_pipeline(*, treebank: str, root: str | Path | None, recipe: str,
         if "test" in info.files:
             (out / "eval").mkdir(exist_ok=True)
             raw = evaluate_raw_text(Pipeline.load(pipeline_path), info.files["test"], out / "eval",
-                                    name=f"{info.code}-test")
+                                    name=f"{info.code}-test", metrics=METRICS)
         gold = ((parsed.get("test") or {}).get("official") or {})
         result = {
             "treebank": info.code, "language": info.language, "recipe": recipe,
             "train_sentences": sum(1 for _ in stream_conllu(info.files["train"], report=False)),
             "raw": None if raw is None else raw["f1"],
-            "gold_tokens": {"UAS": gold.get("UAS"), "LAS": gold.get("LAS")},
+            "gold_tokens": {row: gold.get(row) for row in GOLD_TOKEN_METRICS},
             "train_seconds": tokenizer["seconds"] + parsed["seconds"],
             "pipeline": str(pipeline_path),
         }

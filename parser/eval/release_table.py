@@ -1,6 +1,7 @@
 """The table of a release sweep (``parser-release``): a row per treebank from the
 ``result.json`` that ``parser-train-pipeline`` writes, the macro average of the trained ones,
-and the treebanks skipped with their reason.
+and the treebanks skipped with their reason. Beside it, systems side by side metric by metric
+(:func:`comparison_tables`) and the differences with a baseline (:func:`difference_table`).
 
 >>> row = {"treebank": "xx_a", "train_sentences": 10, "train_seconds": 120, "gold_tokens":
 ...        {"UAS": 80.0, "LAS": 70.0}, "raw": {"Tokens": 99.0, "Sentences": 90.0, "Words": 99.0,
@@ -18,7 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-__all__ = ["COLUMNS", "release_csv", "release_table"]
+__all__ = ["COLUMNS", "DIFFERENCE_METRICS", "METRIC_GROUPS", "comparison_tables", "difference_table",
+           "release_csv", "release_table"]
 
 RAW_ROWS = ("Tokens", "Sentences", "Words", "UPOS", "UAS", "LAS")
 
@@ -75,3 +77,105 @@ def release_csv(results: Sequence[dict]) -> str:
         cells = [value(result) for _, value, _ in COLUMNS]
         lines.append(",".join([result["treebank"], *("" if c is None else str(c) for c in cells)]))
     return "\n".join(lines) + "\n"
+
+
+# the official rows from raw text beyond segmentation, a table each group
+METRIC_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("tags", ("UPOS", "XPOS", "AllTags")),
+    ("features and lemmas", ("UFeats", "Lemmas")),
+    ("attachment", ("UAS", "LAS", "CLAS")),
+    ("attachment with morphology and lemmas", ("MLAS", "BLEX")),
+)
+DIFFERENCE_METRICS = ("Lemmas", "UFeats", "MLAS", "BLEX", "LAS")
+
+# system -> treebank -> official row -> F1 (a row or a treebank a system lacks: left out)
+Scores = Mapping[str, Mapping[str, Mapping[str, float | None]]]
+
+
+def _averaged(train_sentences: Mapping[str, int], min_sentences: int) -> list[str]:
+    return [code for code, n in train_sentences.items() if n >= min_sentences]
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    """The mean, or None when a value is missing (a mean over fewer treebanks compares nothing)."""
+    return None if not values or None in values else sum(values) / len(values)
+
+
+def _row(label: str, cells: Sequence[str]) -> str:
+    return f"| {label} | " + " | ".join(cells) + " |"
+
+
+def comparison_tables(systems: Scores, *, train_sentences: Mapping[str, int],
+                      groups: Sequence[tuple[str, Sequence[str]]] = METRIC_GROUPS,
+                      min_sentences: int = 400) -> str:
+    """Markdown, a table per group of metrics: a row per treebank of ``train_sentences`` (in its
+    order), for each metric a column per system; a missing figure is blank. Last row: the macro
+    average over the treebanks with at least ``min_sentences`` training sentences, blank for a
+    column that lacks one of them.
+
+    >>> print(comparison_tables({"ours": {"xx_a": {"LAS": 80.0}, "xx_b": {"LAS": 60.0}},
+    ...                          "base": {"xx_a": {"LAS": 70.0}}},
+    ...                         train_sentences={"xx_a": 500, "xx_b": 30},
+    ...                         groups=[("attachment", ["LAS"])]))
+    Attachment, from raw text (F1):
+    <BLANKLINE>
+    | treebank | train sentences | LAS ours | LAS base |
+    | --- | ---: | ---: | ---: |
+    | xx_a | 500 | 80.00 | 70.00 |
+    | xx_b | 30 | 60.00 |  |
+    | macro average, >= 400 training sentences (1) |  | 80.00 | 70.00 |
+    """
+    averaged = _averaged(train_sentences, min_sentences)
+    tables = []
+    for title, metrics in groups:
+        columns = [(metric, name) for metric in metrics for name in systems]
+        lines = [f"{title[:1].upper()}{title[1:]}, from raw text (F1):", "",
+                 _row("treebank", ["train sentences", *(f"{m} {n}" for m, n in columns)]),
+                 "| --- |" + " ---: |" * (len(columns) + 1)]
+        for code, sentences in train_sentences.items():
+            values = [systems[name].get(code, {}).get(metric) for metric, name in columns]
+            lines.append(_row(code, [f"{sentences:,}", *("" if v is None else f"{v:.2f}"
+                                                          for v in values)]))
+        means = [_mean([systems[name].get(code, {}).get(metric) for code in averaged])
+                 for metric, name in columns]
+        lines.append(_row(f"macro average, >= {min_sentences} training sentences "
+                          f"({len(averaged)})", ["", *("" if v is None else f"{v:.2f}"
+                                                       for v in means)]))
+        tables.append("\n".join(lines))
+    return "\n\n".join(tables)
+
+
+def difference_table(ours: Mapping[str, Mapping[str, float | None]],
+                     baseline: Mapping[str, Mapping[str, float | None]], *,
+                     train_sentences: Mapping[str, int], baseline_name: str,
+                     metrics: Sequence[str] = DIFFERENCE_METRICS, min_sentences: int = 400) -> str:
+    """Markdown: ours - baseline per treebank and metric (blank where either lacks the figure),
+    then the macro average of the differences over the treebanks with at least
+    ``min_sentences`` training sentences (blank unless every one of them has both figures).
+
+    >>> print(difference_table({"xx_a": {"LAS": 80.0}, "xx_b": {"LAS": 60.0}},
+    ...                        {"xx_a": {"LAS": 70.5}, "xx_b": {}},
+    ...                        train_sentences={"xx_a": 500, "xx_b": 30},
+    ...                        baseline_name="base", metrics=["LAS"]))
+    | treebank | train sentences | LAS, ours - base |
+    | --- | ---: | ---: |
+    | xx_a | 500 | +9.50 |
+    | xx_b | 30 |  |
+    | macro average, >= 400 training sentences (1) |  | +9.50 |
+    """
+    def difference(code: str, metric: str) -> float | None:
+        mine, theirs = ours.get(code, {}).get(metric), baseline.get(code, {}).get(metric)
+        return None if mine is None or theirs is None else mine - theirs
+
+    averaged = _averaged(train_sentences, min_sentences)
+    lines = [_row("treebank", ["train sentences", *(f"{m}, ours - {baseline_name}"
+                                                    for m in metrics)]),
+             "| --- |" + " ---: |" * (len(metrics) + 1)]
+    for code, sentences in train_sentences.items():
+        values = [difference(code, metric) for metric in metrics]
+        lines.append(_row(code, [f"{sentences:,}", *("" if v is None else f"{v:+.2f}"
+                                                      for v in values)]))
+    means = [_mean([difference(code, metric) for code in averaged]) for metric in metrics]
+    lines.append(_row(f"macro average, >= {min_sentences} training sentences ({len(averaged)})",
+                      ["", *("" if v is None else f"{v:+.2f}" for v in means)]))
+    return "\n".join(lines)
