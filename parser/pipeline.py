@@ -167,12 +167,13 @@ class Pipeline:
     # --- Sentence objects -> parsed CoNLL-U (parser.inference.annotator) ---------------------
 
     def annotator(self, *, kbest: int = 0, samples: int = 0, seed: int = 0,
-                  keep_heads: str = "none", name: str = "<text>") -> Annotator:
+                  keep_heads: str = "none", keep_columns: str = "none",
+                  name: str = "<text>") -> Annotator:
         """The :class:`Annotator` of this pipeline's tagger and parser with these options (and
         the pipeline's ``confidence``). The tagger fills every UPOS the input lacks."""
         return Annotator(self.model, self.vocabs, config=self.config, tagger=self.tagger,
                          kbest=kbest, samples=samples, seed=seed, keep_heads=keep_heads,
-                         confidence=self.confidence, tokens_per_batch=self.batch_size,
+                         keep_columns=keep_columns, confidence=self.confidence, tokens_per_batch=self.batch_size,
                          max_words=self.max_words, device=self.device, name=name)
 
     @torch.no_grad()
@@ -214,12 +215,12 @@ class Pipeline:
     @torch.no_grad()
     def parse_file(self, input_path: str | os.PathLike, output_path: str | os.PathLike, *,
                    format: str = "raw", kbest: int = 0, samples: int = 0, seed: int = 0,
-                   keep_heads: str = "none") -> ParseCount:
+                   keep_heads: str = "none", keep_columns: str = "none") -> ParseCount:
         """Parse a UTF-8 file into CoNLL-U, streaming (``chunk_sentences`` at a time; the output
         replaces nothing until it is whole). ``format``: ``raw`` text (paragraphs separated by
         blank lines), ``text`` (one whitespace-tokenised sentence per line) or ``conllu``
-        (``keep_heads="given"`` keeps its annotated heads); ``kbest``, ``samples``, ``seed``: as
-        :meth:`parse`. Returns the number of sentences read, with ``failed``: those written
+        (``keep_heads="given"`` keeps its annotated heads, ``keep_columns="given"`` its LEMMA,
+        UPOS, XPOS and FEATS where given); ``kbest``, ``samples``, ``seed``: as :meth:`parse`. Returns the number of sentences read, with ``failed``: those written
         unparsed with ``# parse_error``."""
         if format not in FORMATS:
             raise ValueError(f"format={format!r}: expected one of {', '.join(FORMATS)}")
@@ -232,7 +233,7 @@ class Pipeline:
         if output_path.resolve() == input_path.resolve():
             raise ValueError(f"output={output_path}: is the input file")
         annotator = self.annotator(kbest=kbest, samples=samples, seed=seed, keep_heads=keep_heads,
-                                   name=str(input_path))
+                                   keep_columns=keep_columns, name=str(input_path))
         count = failed = 0
         with open(input_path, encoding="utf-8") as source, atomic_write(output_path) as out:
             if format == "conllu":

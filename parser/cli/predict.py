@@ -108,6 +108,7 @@ OPTIONS = {
     "samples": "0",  # K > 0: K trees sampled per sentence (# sample, # tree_prob), with seed=
     "seed": "0",  # the samples' seed (per sentence: batching does not change them)
     "keep_heads": "none",  # given: keep the input's HEAD (and DEPREL) where given, parse the rest
+    "keep_columns": "none",  # given: keep the input's LEMMA/UPOS/XPOS/FEATS where given (else predicted, or '_')
     "max_words": "1000",  # longer sentences are not parsed: written as read with # parse_error
 }
 
@@ -160,7 +161,8 @@ def _run(args: dict, *, stdout: IO[str], failed: list[int]) -> str:
                 retag=parse_bool(args["retag"], option="retag"),
                 keep_deps=parse_bool(args["keep_deps"], option="keep_deps"),
                 chunk_size=_positive_int(args["chunk_size"], option="chunk_size"),
-                keep_heads=args["keep_heads"], **options, **decoder_overrides(args))
+                keep_heads=args["keep_heads"], keep_columns=args["keep_columns"], **options,
+                **decoder_overrides(args))
     failed.append(count.failed)
     if count.failed:
         return f"parsed {count} sentences, {count.failed} failed (# parse_error) -> {args['output']}"
@@ -183,7 +185,8 @@ def _parse_with_pipeline(path: str, input_path: Path, output_path: Path, args: d
                         max_words=max_words, **decoder_overrides(args))
     output_path = output_file(output_path, option="output", inputs=(input_path, Path(path)))
     return nlp.parse_file(input_file(input_path, option="input"), output_path, format=format,
-                          kbest=kbest, samples=samples, seed=seed, keep_heads=args["keep_heads"])
+                          kbest=kbest, samples=samples, seed=seed, keep_heads=args["keep_heads"],
+                          keep_columns=args["keep_columns"])
 
 
 def _positive_int(value: str, *, option: str) -> int:

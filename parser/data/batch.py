@@ -7,6 +7,7 @@ Conventions (shared by every layer): position 0 of each sentence is ROOT, so a s
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import torch
@@ -24,6 +25,9 @@ class Batch:
     heads:   ``[B, N+1]`` gold heads, ``-1`` where unannotated; ``None`` for unlabeled text.
     rels:    ``[B, N+1]`` gold relation ids, ``-1`` where unannotated; ``None`` for unlabeled text.
     index:   ``[B]`` position of each sentence in its dataset, to write predictions back.
+    layers:  gold class ids of each token-level layer by name (:mod:`parser.data.layers`),
+             ``[B, N+1]`` long, ``-1`` at ROOT, padding and unannotated words; ``None`` for
+             unlabeled text.
     """
 
     words: Tensor
@@ -33,6 +37,7 @@ class Batch:
     heads: Tensor | None = None
     rels: Tensor | None = None
     index: Tensor | None = None
+    layers: Mapping[str, Tensor] | None = None
 
     @property
     def size(self) -> int:
@@ -53,9 +58,12 @@ class Batch:
         return (positions > 0) & (positions <= self.lengths[:, None])
 
     def to(self, device: torch.device | str) -> Batch:
-        move = lambda t: None if t is None else t.to(device)
+        def move(value):
+            if isinstance(value, Mapping):
+                return {name: t.to(device) for name, t in value.items()}
+            return None if value is None else value.to(device)
         return Batch(*(move(getattr(self, f)) for f in self.__dataclass_fields__))
 
     def without_annotation(self) -> Batch:
-        """The same sentences as unlabeled text: gold heads and relations dropped."""
-        return replace(self, heads=None, rels=None)
+        """The same sentences as unlabeled text: gold heads, relations and layers dropped."""
+        return replace(self, heads=None, rels=None, layers=None)

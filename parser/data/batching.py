@@ -9,8 +9,8 @@ and on padding, so gathers with them stay in range; ``-1`` marks only real words
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -18,6 +18,7 @@ from torch import Tensor
 
 from parser.data.batch import Batch
 from parser.data.conllu_io import Sentence
+from parser.data.layers import encode_targets, layer_of
 from parser.data.vocab import PAD, ROOT, Vocabularies
 
 __all__ = ["BucketBatcher", "EncodedSentence", "collate", "encode", "encode_all"]
@@ -31,7 +32,9 @@ class EncodedSentence:
 
     words, upos: ``[n+1]`` long; chars: ``[n+1, C]`` long (PAD-filled, ``C`` its longest word);
     heads, rels: ``[n+1]`` long, -1 where unannotated, 0 at position 0; None for text without
-    any head. index: the sentence's position in its dataset.
+    any head. index: the sentence's position in its dataset. layers: ``[n+1]`` long gold
+    class ids of each token-level layer whose column the sentence has (see
+    :func:`parser.data.layers.encode_targets`).
     """
 
     words: Tensor
@@ -40,6 +43,7 @@ class EncodedSentence:
     heads: Tensor | None
     rels: Tensor | None
     index: int
+    layers: Mapping[str, Tensor] = field(default_factory=dict)
 
     @property
     def length(self) -> int:
@@ -47,9 +51,10 @@ class EncodedSentence:
 
 
 def encode(sentence: Sentence, vocabs: Vocabularies, *, index: int = 0,
-           max_chars: int = 32) -> EncodedSentence:
+           max_chars: int = 32, layer_targets: bool = True) -> EncodedSentence:
     """Ids of one sentence; characters of each form cut to ``max_chars`` (long URLs would
-    otherwise set the width of the whole batch's character tensor)."""
+    otherwise set the width of the whole batch's character tensor); ``layer_targets``: the
+    gold classes of the vocabularies' layers too (prediction needs none)."""
     if max_chars < 1:
         raise ValueError(f"max_chars must be >= 1, got {max_chars}")
     words = [ROOT] + vocabs.words.indices(sentence.forms)
@@ -63,14 +68,21 @@ def encode(sentence: Sentence, vocabs: Vocabularies, *, index: int = 0,
         heads = torch.tensor([0] + list(sentence.heads), dtype=torch.long)
         rels = torch.tensor([0] + [-1 if r is None else vocabs.rels.index(r)
                                    for r in sentence.deprels], dtype=torch.long)
+    layers = {}
+    if layer_targets and heads is not None:
+        for name, classes in vocabs.layers.items():
+            ids = encode_targets(layer_of(name), sentence, classes)
+            if ids is not None:
+                layers[name] = ids
     return EncodedSentence(torch.tensor(words, dtype=torch.long), chars,
-                           torch.tensor(upos, dtype=torch.long), heads, rels, index)
+                           torch.tensor(upos, dtype=torch.long), heads, rels, index, layers)
 
 
 def encode_all(sentences: Sequence[Sentence], vocabs: Vocabularies, *,
-               max_chars: int = 32) -> list[EncodedSentence]:
+               max_chars: int = 32, layer_targets: bool = True) -> list[EncodedSentence]:
     """:func:`encode` each sentence, ``index`` = its position in ``sentences``."""
-    return [encode(s, vocabs, index=i, max_chars=max_chars) for i, s in enumerate(sentences)]
+    return [encode(s, vocabs, index=i, max_chars=max_chars, layer_targets=layer_targets)
+            for i, s in enumerate(sentences)]
 
 
 def collate(encoded: Sequence[EncodedSentence], *, labeled: bool) -> Batch:
@@ -97,12 +109,16 @@ def collate(encoded: Sequence[EncodedSentence], *, labeled: bool) -> Batch:
         return Batch(words, chars, upos, lengths, None, None, index)
     heads = torch.zeros((size, positions), dtype=torch.long)
     rels = torch.zeros((size, positions), dtype=torch.long)
+    layers = {name: torch.full((size, positions), -1, dtype=torch.long)
+              for name in sorted({name for e in encoded for name in e.layers})}
     for b, e in enumerate(encoded):
         if e.heads is None or e.rels is None:
             raise ValueError(f"collate(labeled=True): sentence {e.index} has no heads")
         heads[b, :e.length + 1] = e.heads
         rels[b, :e.length + 1] = e.rels
-    return Batch(words, chars, upos, lengths, heads, rels, index)
+        for name, ids in e.layers.items():
+            layers[name][b, :e.length + 1] = ids
+    return Batch(words, chars, upos, lengths, heads, rels, index, layers)
 
 
 class BucketBatcher:

@@ -29,6 +29,7 @@ from parser.data.validate import ConlluError, check_text, parse_rows
 from parser.runtime.io_atomic import atomic_write
 
 __all__ = [
+    "COLUMNS",
     "Sentence",
     "Treebank",
     "blocks",
@@ -41,6 +42,12 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+# The ten CoNLL-U columns, by name, in file order: a token-level layer names the one it reads and
+# writes (:mod:`parser.data.layers`), and writers replace columns by name.
+COLUMNS: tuple[str, ...] = ("ID", "FORM", "LEMMA", "UPOS", "XPOS", "FEATS", "HEAD", "DEPREL",
+                            "DEPS", "MISC")
+_INDEX = {name: i for i, name in enumerate(COLUMNS)}
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,25 @@ class Sentence:
     def is_annotated(self) -> bool:
         """True when every word has a head."""
         return -1 not in self.heads
+
+    def column(self, name: str) -> list[str | None]:
+        """The values of CoNLL-U column ``name`` (``"XPOS"``, ``"FEATS"``, ...) of the words, as
+        written; None where ``_`` or where the sentence has no line for the word (text built from
+        forms alone). Read from the raw lines, so any column is available without a field.
+
+        >>> s = tokenized_sentence(["Hi", "!"], path="x", stem="x", line=1)
+        >>> s.column("FORM"), s.column("FEATS")
+        (['Hi', '!'], [None, None])
+        """
+        index = _column_index(name)
+        values: list[str | None] = []
+        for row in self.word_rows:
+            cols = self.lines[row].split("\t") if row < len(self.lines) else ()
+            value = cols[index] if index < len(cols) else "_"
+            values.append(None if value == "_" else value)
+        if len(values) < len(self.forms):
+            values += [None] * (len(self.forms) - len(values))
+        return values
 
     @cached_property
     def tokenlist(self) -> conllu.TokenList:
@@ -243,6 +269,7 @@ def format_sentence(sentence: Sentence, *, heads: Sequence[int] | None = None,
                     upos: Sequence[str | None] | None = None, clear_deps: bool = False,
                     misc: Sequence[Mapping[str, str]] | None = None,
                     comments: Mapping[str, str] | None = None,
+                    columns: Mapping[str, Sequence[str | None]] | None = None,
                     where: str = "sentence") -> str:
     """The sentence's CoNLL-U block (ending with its blank line), with the given columns of its
     words replaced (one value per word; None writes ``_``) and every other byte kept.
@@ -250,10 +277,12 @@ def format_sentence(sentence: Sentence, *, heads: Sequence[int] | None = None,
     contradict new heads: DEPS becomes ``_`` and empty nodes (``5.1``), which only it uses, are
     dropped. ``misc``: per word, ``Key=value`` entries added to MISC (an entry with the same key
     is replaced, ``_`` gives way, the others are kept); ``comments``: ``# key = value`` lines
-    added after the sentence's comments (a comment with the same key is replaced)."""
+    added after the sentence's comments (a comment with the same key is replaced); ``columns``:
+    any other column by name (``{"LEMMA": [...], "FEATS": [...]}``), one value per word."""
     n = len(sentence)
     new = {}
-    for column, values in ((6, heads), (7, deprels), (3, upos)):
+    named = [(_column_index(name), values) for name, values in (columns or {}).items()]
+    for column, values in ((6, heads), (7, deprels), (3, upos), *named):
         if values is None:
             continue
         values = values.tolist() if hasattr(values, "tolist") else list(values)
@@ -293,6 +322,14 @@ def format_sentence(sentence: Sentence, *, heads: Sequence[int] | None = None,
     return "\n".join(lines) + "\n\n"
 
 
+def _column_index(name: str) -> int:
+    try:
+        return _INDEX[name]
+    except KeyError:
+        raise ValueError(f"{name!r} is not a CoNLL-U column; expected one of "
+                         f"{', '.join(COLUMNS)}") from None
+
+
 def _merged_misc(value: str, entries: Mapping[str, str]) -> str:
     """MISC ``value`` with ``entries`` added as ``Key=value``, replacing any with the same key.
 
@@ -322,10 +359,12 @@ def write_conllu(sentences: Iterable[Sentence], path_or_stream: str | os.PathLik
                  upos: Sequence[Sequence[str | None]] | None = None,
                  clear_deps: bool = False,
                  misc: Sequence[Sequence[Mapping[str, str]]] | None = None,
-                 comments: Sequence[Mapping[str, str]] | None = None) -> None:
+                 comments: Sequence[Mapping[str, str]] | None = None,
+                 columns: Sequence[Mapping[str, Sequence[str | None]]] | None = None) -> None:
     """Write ``sentences`` as CoNLL-U, replacing HEAD / DEPREL / UPOS of the words where given
     (one sequence per sentence), DEPS by ``_`` when ``clear_deps``, adding ``misc`` entries and
-    ``comments`` (one per sentence, see :func:`format_sentence`), and keeping everything else
+    ``comments``, replacing the named ``columns`` (one mapping per sentence; see
+    :func:`format_sentence`), and keeping everything else
     byte for byte.
 
     A path is written atomically (temporary file in the same folder, then rename), so a crash
@@ -333,7 +372,7 @@ def write_conllu(sentences: Iterable[Sentence], path_or_stream: str | os.PathLik
     """
     sentences = list(sentences)
     for name, values in (("heads", heads), ("deprels", deprels), ("upos", upos), ("misc", misc),
-                         ("comments", comments)):
+                         ("comments", comments), ("columns", columns)):
         if values is not None and len(values) != len(sentences):
             raise ValueError(f"write_conllu: {len(values)} {name} for {len(sentences)} sentences")
 
@@ -345,6 +384,7 @@ def write_conllu(sentences: Iterable[Sentence], path_or_stream: str | os.PathLik
                                   clear_deps=clear_deps,
                                   misc=None if misc is None else misc[i],
                                   comments=None if comments is None else comments[i],
+                                  columns=None if columns is None else columns[i],
                                   where=f"sentence {i}")
 
     if hasattr(path_or_stream, "write"):

@@ -12,12 +12,16 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
 
 from parser.data.conllu_io import Sentence
+
+if TYPE_CHECKING:  # the layers import this module (Vocab): their type only
+    from parser.data.layers.base import TokenLayer
 
 __all__ = ["N_SPECIAL", "PAD", "ROOT", "UNK", "Vocab", "Vocabularies"]
 
@@ -110,7 +114,9 @@ class Vocab:
 
 @dataclass(frozen=True)
 class Vocabularies:
-    """Word forms (case kept, frequency cut-off), characters, UPOS tags and relations.
+    """Word forms (case kept, frequency cut-off), characters, UPOS tags and relations, and the
+    classes of each token-level layer the model predicts (``layers``, by layer name:
+    :mod:`parser.data.layers`; a layer whose column training left all ``_`` has none).
 
     Relations are kept whole (``nmod:poss``); :meth:`rel_universal_ids` maps each to its
     universal part for LAS as CoNLL 2018 scores it.
@@ -120,11 +126,15 @@ class Vocabularies:
     chars: Vocab
     upos: Vocab
     rels: Vocab
+    layers: Mapping[str, Vocab] = field(default_factory=dict)
 
     @classmethod
-    def build(cls, sentences: Iterable[Sentence], *, min_freq: int = 2) -> Vocabularies:
+    def build(cls, sentences: Iterable[Sentence], *, min_freq: int = 2,
+              layers: Sequence[TokenLayer] = (), max_classes: int = 1000) -> Vocabularies:
         """Vocabularies of the training ``sentences``; words need ``min_freq`` occurrences,
-        characters, tags and relations one."""
+        characters, tags and relations one; each of ``layers`` keeps at most ``max_classes``
+        classes (:meth:`parser.data.layers.TokenLayer.classes`), from the sentences with heads."""
+        sentences = list(sentences)
         words: Counter[str] = Counter()
         upos: Counter[str] = Counter()
         rels: Counter[str] = Counter()
@@ -136,9 +146,13 @@ class Vocabularies:
         for form, count in words.items():
             for char in form:
                 chars[char] += count
+        # a layer learns from the trees' words only (encode gives targets to them alone)
+        trees = [s for s in sentences if any(h >= 0 for h in s.heads)]
+        classes = {layer.name: layer.classes(trees, max_classes=max_classes) for layer in layers}
         return cls(Vocab.build(words, min_freq=min_freq, name="words"),
                    Vocab.build(chars, name="chars"), Vocab.build(upos, name="upos"),
-                   Vocab.build(rels, name="rels"))
+                   Vocab.build(rels, name="rels"),
+                   {name: vocab for name, vocab in classes.items() if vocab is not None})
 
     def rel_universal_ids(self) -> Tensor:
         """``[L]`` long: for each relation id, an id shared by all relations with the same part
@@ -167,17 +181,28 @@ class Vocabularies:
                 counts.items()}
 
     def state_dict(self) -> dict:
-        return {name: getattr(self, name).state_dict() for name in _FIELDS}
+        state = {name: getattr(self, name).state_dict() for name in _FIELDS}
+        if self.layers:  # absent otherwise: a layer-free model's state is as before layers
+            state["layers"] = {name: vocab.state_dict() for name, vocab in self.layers.items()}
+        return state
 
     @classmethod
     def from_state_dict(cls, state: Mapping) -> Vocabularies:
+        """The vocabularies of a checkpoint; one written before token-level layers has none."""
         missing = [name for name in _FIELDS if name not in state]
         if missing:
             raise ValueError(f"vocabularies state: missing {missing}")
-        return cls(*(Vocab.from_state_dict(state[name]) for name in _FIELDS))
+        layers = {name: Vocab.from_state_dict(layer)
+                  for name, layer in (state.get("layers") or {}).items()}
+        return cls(*(Vocab.from_state_dict(state[name]) for name in _FIELDS), layers)
 
     def sizes(self) -> dict[str, int]:
+        """Sizes of the four base vocabularies (``layer_sizes``: the layers')."""
         return {name: len(getattr(self, name)) for name in _FIELDS}
+
+    def layer_sizes(self) -> dict[str, int]:
+        """The number of classes of each layer, by name."""
+        return {name: len(vocab) for name, vocab in self.layers.items()}
 
 
 _FIELDS: Sequence[str] = ("words", "chars", "upos", "rels")

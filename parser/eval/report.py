@@ -22,9 +22,12 @@ from parser.eval.official import official_scores
 from parser.runtime.io_atomic import atomic_write
 
 __all__ = [
-    "evaluation_report", "file_report", "format_report", "metrics_path_for", "read_aligned_trees",
+    "SCORED", "evaluation_report", "file_report", "format_report", "metrics_path_for", "read_aligned_trees",
     "read_trees", "sentence_counts", "write_metrics_json",
 ]
+
+# The official metrics a report prints: every column a parser predicts, then the tree's.
+SCORED = ("UPOS", "XPOS", "UFeats", "AllTags", "Lemmas", "UAS", "LAS", "CLAS", "MLAS", "BLEX")
 
 Heads = Sequence[Sequence["int | None"]]
 Rels = Sequence[Sequence["str | None"]]
@@ -196,7 +199,7 @@ def format_report(report: dict) -> str:
         lines.append(f"{bucket:7} {row['n_sentences']:6} {row['n_words']:6} {pct(row['uas'])} {pct(row['las'])}")
     if "official" in report:
         lines.append("official F1: " + "  ".join(
-            f"{name} {report['official'][name]:.2f}" for name in ("UAS", "LAS", "CLAS", "MLAS", "BLEX")
+            f"{name} {report['official'][name]:.2f}" for name in SCORED if name in report["official"]
         ))
     return "\n".join(lines)
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import torch
 from torch import Tensor
@@ -38,6 +38,7 @@ from torch import Tensor
 from parser.data.batching import encode_all
 from parser.data.conllu_io import Sentence
 from parser.data.vocab import Vocabularies
+from parser.inference.columns import layer_columns
 from parser.inference.confidence import SentenceConfidence, batch_confidence
 from parser.inference.fixed_arcs import ArcConstraints, constrain_output
 from parser.inference.parse import model_outputs
@@ -63,11 +64,13 @@ class Tree:
 class SentenceTrees:
     """The trees of one sentence (best first for k-best, in draw order for samples, one tree
     otherwise); ``error``: why its constraints admit no tree (then ``trees`` is empty);
-    ``upos``: the parser's own tags when it predicts them."""
+    ``upos``: the parser's own tags when it predicts them; ``columns``: the columns its
+    token-level layers predict (the same for every tree: the layers do not read the tree)."""
 
     trees: list[Tree]
     error: str | None = None
     upos: list[str] | None = None
+    columns: dict[str, list[str | None]] = field(default_factory=dict)
 
 
 def sentence_seed(seed: int, position: int) -> int:
@@ -107,7 +110,7 @@ def parse_alternatives(
     sentences = list(sentences)
     if constraints is not None and len(constraints) != len(sentences):
         raise ValueError(f"constraints: {len(constraints)} for {len(sentences)} sentences")
-    encoded = encode_all(sentences, vocabs)
+    encoded = encode_all(sentences, vocabs, layer_targets=False)
     result: list[SentenceTrees | None] = [None] * len(sentences)
     for batch, out in model_outputs(model, encoded, tokens_per_batch=tokens_per_batch,
                                     cells_per_batch=cells_per_batch, device=device):
@@ -133,14 +136,15 @@ def parse_alternatives(
                  for r in range(heads.shape[0])]
         own = getattr(out, "upos", None)
         own_tags = None if own is None else own.tolist()
+        columns = layer_columns(out, batch, vocabs, sentences)
         for b, (i, n) in enumerate(zip(index, batch.lengths.tolist())):
             tags = None if own_tags is None else [vocabs.upos.tokens[t] for t in own_tags[b][1 : n + 1]]
             if problems[b] is not None:
-                result[i] = SentenceTrees([], error=problems[b], upos=tags)
+                result[i] = SentenceTrees([], error=problems[b], upos=tags, columns=columns[i])
                 continue
             kept = constraints[i].labels if constraints is not None and constraints[i] else {}
             trees = [_with_relations(rank[b], kept) for rank in ranks if rank[b] is not None]
-            result[i] = SentenceTrees(trees, upos=tags)
+            result[i] = SentenceTrees(trees, upos=tags, columns=columns[i])
     return result
 
 

@@ -37,6 +37,7 @@ from parser.data.conllu_io import Sentence
 from parser.data.conllu_stream import chunked
 from parser.data.vocab import Vocabularies
 from parser.inference.alternatives import parse_alternatives
+from parser.inference.columns import KEEP_COLUMNS
 from parser.inference.fixed_arcs import ArcConstraints, given_heads
 from parser.inference.loading import load_decoder
 from parser.inference.parse import parse, prediction_blocks, tag_input, unknown_words
@@ -101,16 +102,21 @@ class Annotator:
     words without one (every word when ``retag``); ``keep_deps``: keep the input's DEPS column
     (else ``_``: it would contradict the new heads); ``score``: scores of the best trees against
     the input's heads; ``max_words``: longer sentences are not parsed (``# parse_error``);
-    ``name``: the input's name in messages."""
+    ``keep_columns``: ``none`` (predicted LEMMA/UPOS/XPOS/FEATS replace the input's, the ones
+    the model does not predict are written ``_``) or ``given`` (the input's values stay where
+    given): :mod:`parser.inference.columns`; ``name``: the input's name in messages."""
 
     def __init__(self, model: ParserModel, vocabs: Vocabularies, *, config: dict | None = None,
                  tagger: TrainedTagger | None = None, retag: bool = False, kbest: int = 0,
                  samples: int = 0, seed: int = 0, keep_heads: str = "none",
                  confidence: bool = False, keep_deps: bool = False, score: bool = False,
                  tokens_per_batch: int = 5000, max_words: int = MAX_WORDS,
-                 device: torch.device | str = "cpu", name: str = "<input>") -> None:
+                 keep_columns: str = "none", device: torch.device | str = "cpu",
+                 name: str = "<input>") -> None:
         if keep_heads not in KEEP_HEADS:
             raise ValueError(f"keep_heads={keep_heads!r}: expected none or given")
+        if keep_columns not in KEEP_COLUMNS:
+            raise ValueError(f"keep_columns={keep_columns!r}: expected none or given")
         if kbest < 0 or samples < 0 or (kbest and samples):
             raise ValueError(f"kbest={kbest}, samples={samples}: expected one of them (>= 1), or neither")
         for option, value in (("tokens_per_batch", tokens_per_batch), ("max_words", max_words)):
@@ -122,7 +128,7 @@ class Annotator:
         self.retag, self.kbest, self.samples, self.seed = retag, kbest, samples, seed
         self.keep_heads, self.confidence, self.keep_deps = keep_heads, confidence, keep_deps
         self.score, self.tokens_per_batch, self.name = score, tokens_per_batch, name
-        self.max_words = max_words
+        self.max_words, self.keep_columns = max_words, keep_columns
         self.device = resolve_device(str(device)) if isinstance(device, str) else device
 
     @classmethod
@@ -208,7 +214,8 @@ class Annotator:
         predictions = parse(self.model, words, self.vocabs, tokens_per_batch=self.tokens_per_batch,
                             cells_per_batch=CELLS_PER_TOKEN * self.tokens_per_batch,
                             device=self.device, score=self.score, confidence=self.confidence)
-        blocks = prediction_blocks(chunk, predictions, upos=upos, keep_deps=self.keep_deps)
+        blocks = prediction_blocks(chunk, predictions, upos=upos, keep_deps=self.keep_deps,
+                                   keep_columns=self.keep_columns)
         return blocks, 0, predictions.scores
 
     def _trees(self, chunk: list[Sentence], words: list[Sentence], upos, *, position: int,
@@ -229,5 +236,5 @@ class Annotator:
                             sentence.sent_id or position + j + 1, sentence.line, entry.error)
             blocks.extend(tree_blocks(sentence, entry, position=position + j, mode=mode,
                                       upos=None if upos is None else upos[j],
-                                      keep_deps=self.keep_deps))
+                                      keep_deps=self.keep_deps, keep_columns=self.keep_columns))
         return blocks, refused

@@ -56,7 +56,7 @@ def parser_from_state(state: dict, *, where: str) -> tuple[ParserModel, Vocabula
     if model_cfg.encoder.kind == EncoderKind.bilstm and _claims_more(model_cfg, vocabs, state["model"]):
         check_model_memory(model_cfg, vocabs, where=where)
     model = build_parser(model_cfg, vocabs.sizes(), upos=vocabs.upos, chars=vocabs.chars,
-                         rels=vocabs.rels)
+                         rels=vocabs.rels, layer_sizes=vocabs.layer_sizes())
     model.load_state_dict(state["model"])
     calibration = state.get("calibration") or {}
     model.decoder = replace(model.decoder,
@@ -103,7 +103,8 @@ def _claims_more(model_cfg, vocabs: Vocabularies, weights: dict) -> bool:
                  default=0)
     sizes = [v for v in scorer_kwargs(model_cfg).values()  # the chosen scorer's options only
              if isinstance(v, int) and not isinstance(v, bool)]
-    return max([*sizes, *vocabs.sizes().values()], default=0) > stored
+    return max([*sizes, *vocabs.sizes().values(), *vocabs.layer_sizes().values()],
+               default=0) > stored
 
 
 def check_model_memory(model_cfg, vocabs: Vocabularies, *, where: str,
@@ -114,7 +115,7 @@ def check_model_memory(model_cfg, vocabs: Vocabularies, *, where: str,
     encoder only: a pretrained one cannot be built on the meta device (its size is its files')."""
     with torch.device("meta"):
         shapes = build_parser(model_cfg, vocabs.sizes(), upos=vocabs.upos, chars=vocabs.chars,
-                              rels=vocabs.rels)
+                              rels=vocabs.rels, layer_sizes=vocabs.layer_sizes())
     needed = sum(t.numel() * t.element_size() for t in (*shapes.parameters(), *shapes.buffers()))
     available = available_memory() if available is None else available
     if needed > available:

@@ -21,6 +21,7 @@ from parser.data.batching import BucketBatcher, encode_all
 from parser.data.conllu_io import Sentence, format_sentence
 from parser.data.vocab import UNK, Vocabularies
 from parser.eval.metrics import AttachmentMetric
+from parser.inference.columns import layer_columns, written_columns
 from parser.inference.confidence import SentenceConfidence, batch_confidence, confidence_annotations
 from parser.models.parser_model import ParserModel, reads_own_tags
 from parser.runtime.io_atomic import atomic_write
@@ -48,13 +49,15 @@ class Predictions:
     sentence had gold heads, else None (with ``upos_acc`` when the model tags: its accuracy on
     the words with a given UPOS); ``upos``: the tags of a parser with a UPOS head, else None;
     ``confidence``: per sentence, the tree CRF's marginals of the written tree (``parse(...,
-    confidence=True)``), else None."""
+    confidence=True)``), else None; ``columns``: per sentence, the columns its token-level
+    layers predict (``{"LEMMA": [...], "FEATS": [...]}``; empty dicts without layers)."""
 
     heads: list[list[int]]
     deprels: list[list[str | None]]
     scores: dict | None
     upos: list[list[str]] | None = None
     confidence: list[SentenceConfidence] | None = None
+    columns: list[dict[str, list[str | None]]] | None = None
 
 
 def model_outputs(model: ParserModel, encoded: Sequence, *, tokens_per_batch: int,
@@ -94,7 +97,8 @@ def parse(
     """Best trees of ``sentences`` (model in eval mode for the call, training mode restored).
     ``cells_per_batch`` bounds batch size x (longest + 1)^2 (see ``BucketBatcher``).
     ``confidence``: also the marginals of the written trees (:mod:`parser.inference.confidence`)."""
-    encoded = encode_all(list(sentences), vocabs)
+    sentences = list(sentences)
+    encoded = encode_all(sentences, vocabs, layer_targets=False)
     gold = score and all(e.heads is not None for e in encoded)
     metric = AttachmentMetric() if gold else None
     rel_universal = vocabs.rel_universal_ids()
@@ -102,6 +106,7 @@ def parse(
     rels: list[list[str | None] | None] = [None] * len(encoded)
     tags: list[list[str] | None] = [None] * len(encoded)
     sure: list[SentenceConfidence | None] = [None] * len(encoded)
+    columns: list[dict[str, list[str | None]]] = [{} for _ in encoded]
     tagged = known = 0
     rel_names, tag_names = vocabs.rels.tokens, vocabs.upos.tokens
     for batch, out in model_outputs(model, encoded, tokens_per_batch=tokens_per_batch,
@@ -111,6 +116,8 @@ def parse(
             metric.update(pred_heads, pred_rels, batch.heads, batch.rels, batch.lengths,
                           rel_universal=rel_universal.to(pred_heads.device))
         batch_sure = batch_confidence(out, pred_heads, pred_rels) if confidence else None
+        for index, values in layer_columns(out, batch, vocabs, sentences).items():
+            columns[index] = values
         # Python lists once per batch, not per sentence (tensor indexing costs ~µs a call).
         own = getattr(out, "upos", None)  # a parser with a UPOS head (TaggedOutput)
         batch_heads = pred_heads.tolist()
@@ -134,7 +141,7 @@ def parse(
         scores = {**scores, "upos_acc": 100.0 * tagged / known}
     own_tags = all(t is not None for t in tags) and bool(tags)
     return Predictions(heads=heads, deprels=rels, scores=scores, upos=tags if own_tags else None,
-                       confidence=sure if confidence else None)
+                       confidence=sure if confidence else None, columns=columns)
 
 
 def unknown_words(sentences: Sequence[Sentence], vocabs: Vocabularies) -> tuple[int, int]:
@@ -163,32 +170,42 @@ def report_unknown_words(unknown: int, total: int, *, name: str) -> float:
 def prediction_blocks(
     sentences: Sequence[Sentence], predictions: Predictions, *,
     upos: Sequence[Sequence[str]] | None = None, keep_deps: bool = False,
+    keep_columns: str = "none",
 ) -> list[str]:
-    """The CoNLL-U block of each sentence with HEAD and DEPREL replaced (and UPOS, when ``upos``
-    gives one list per sentence, else the parser's own tags when it predicts them), the enhanced
-    graph (DEPS, empty nodes) removed unless ``keep_deps`` (the input's would contradict the new
-    heads), every other byte of the input kept; with ``predictions.confidence``, ``HeadProb`` /
-    ``DeprelProb`` in MISC and ``tree_logprob`` / ``tree_entropy`` / ``expected_correct``
-    comments."""
+    """The CoNLL-U block of each sentence with HEAD and DEPREL replaced, the annotation columns
+    as :func:`parser.inference.columns.written_columns` says (the layers' predictions, UPOS from
+    ``upos`` when it gives one list per sentence, else the parser's own tags when it predicts
+    them; ``keep_columns``: see there), the enhanced graph (DEPS, empty nodes)
+    removed unless ``keep_deps`` (the input's would contradict the new heads), every other byte
+    of the input kept; with ``predictions.confidence``, ``HeadProb`` / ``DeprelProb`` in MISC
+    and ``tree_logprob`` / ``tree_entropy`` / ``expected_correct`` comments."""
     if upos is None:
         upos = predictions.upos
     misc = comments = None
     if predictions.confidence is not None:
         misc, comments = confidence_annotations(predictions.confidence)
-    return [format_sentence(sentence, heads=predictions.heads[i], deprels=predictions.deprels[i],
-                            upos=None if upos is None else upos[i], clear_deps=not keep_deps,
-                            misc=None if misc is None else misc[i],
-                            comments=None if comments is None else comments[i],
-                            where=f"sentence {i}")
-            for i, sentence in enumerate(sentences)]
+    blocks = []
+    for i, sentence in enumerate(sentences):
+        predicted = dict(predictions.columns[i]) if predictions.columns is not None else {}
+        if upos is not None:
+            predicted["UPOS"] = upos[i]
+        columns = written_columns(sentence, predicted, keep_columns=keep_columns)
+        blocks.append(format_sentence(
+            sentence, heads=predictions.heads[i], deprels=predictions.deprels[i],
+            clear_deps=not keep_deps, misc=None if misc is None else misc[i],
+            comments=None if comments is None else comments[i], columns=columns,
+            where=f"sentence {i}"))
+    return blocks
 
 
 def write_predictions(
     sentences: Sequence[Sentence], predictions: Predictions, path: str | os.PathLike | IO[str], *,
     upos: Sequence[Sequence[str]] | None = None, keep_deps: bool = False,
+    keep_columns: str = "none",
 ) -> None:
     """:func:`prediction_blocks` written to ``path`` atomically, or appended to a stream."""
-    blocks = prediction_blocks(sentences, predictions, upos=upos, keep_deps=keep_deps)
+    blocks = prediction_blocks(sentences, predictions, upos=upos, keep_deps=keep_deps,
+                               keep_columns=keep_columns)
     if hasattr(path, "write"):
         path.writelines(blocks)
         return

@@ -29,7 +29,7 @@ def predict_file(
     projective: bool | None = None, attach_to_units: Sequence[str] | None = None,
     ud_rules: str | Sequence[str] | None = None, keep_deps: bool = False, chunk_size: int = 1000,
     confidence: bool = False, kbest: int = 0, samples: int = 0, seed: int = 0,
-    keep_heads: str = "none", max_words: int = MAX_WORDS,
+    keep_heads: str = "none", max_words: int = MAX_WORDS, keep_columns: str = "none",
 ) -> ParseCount:
     """Parse ``input_path`` (CoNLL-U, or tokenised text: ``format``) with ``checkpoint``, write
     ``output_path`` atomically; returns the number of sentences read, with ``failed``: those
@@ -60,7 +60,7 @@ def predict_file(
     annotator = Annotator.load(
         checkpoint, device=device, projective=projective, attach_to_units=attach_to_units,
         ud_rules=ud_rules, retag=retag, kbest=kbest, samples=samples, seed=seed,
-        keep_heads=keep_heads, confidence=confidence, keep_deps=keep_deps,
+        keep_heads=keep_heads, keep_columns=keep_columns, confidence=confidence, keep_deps=keep_deps,
         tokens_per_batch=tokens_per_batch, max_words=max_words, name=str(input_path),
         tagger=_tagger(tagger, retag=retag, missing=missing, total=total, device=device,
                        input_path=input_path))

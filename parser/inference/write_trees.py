@@ -21,6 +21,7 @@ from dataclasses import replace
 
 from parser.data.conllu_io import Sentence, format_sentence
 from parser.inference.alternatives import SentenceTrees, Tree
+from parser.inference.columns import written_columns
 from parser.inference.confidence import confidence_annotations
 
 __all__ = ["error_block", "tree_blocks", "tree_prob"]
@@ -39,10 +40,12 @@ def tree_prob(log_prob: float) -> str:
 
 
 def tree_blocks(sentence: Sentence, entry: SentenceTrees, *, position: int, mode: str,
-                upos: Sequence[str | None] | None = None, keep_deps: bool = False) -> Iterator[str]:
+                upos: Sequence[str | None] | None = None, keep_deps: bool = False,
+                keep_columns: str = "none") -> Iterator[str]:
     """The blocks of one sentence (``position``: its 0-based place in the input); ``mode``:
     ``best`` (one block, as ``parser-predict`` writes), ``kbest`` or ``samples``; ``upos``: the
-    UPOS column to write (a tagger's), else the parser's own tags when it has them."""
+    UPOS column to write (a tagger's), else the parser's own tags when it has them; the
+    annotation columns as :func:`parser.inference.columns.written_columns` says."""
     if mode not in MODES:
         raise ValueError(f"mode={mode!r}: expected one of {', '.join(MODES)}")
     if entry.error is not None:
@@ -50,6 +53,10 @@ def tree_blocks(sentence: Sentence, entry: SentenceTrees, *, position: int, mode
         return
     if upos is None:
         upos = entry.upos
+    predicted = dict(entry.columns)
+    if upos is not None:
+        predicted["UPOS"] = list(upos)
+    columns = written_columns(sentence, predicted, keep_columns=keep_columns)
     for rank, tree in enumerate(entry.trees, start=1):
         comments: dict[str, str] = {}
         shown = sentence
@@ -61,7 +68,7 @@ def tree_blocks(sentence: Sentence, entry: SentenceTrees, *, position: int, mode
         if tree.confidence is not None:
             [misc], [extra] = confidence_annotations([tree.confidence])
             comments.update(extra)
-        yield _block(shown, tree, upos=upos, keep_deps=keep_deps, misc=misc, comments=comments)
+        yield _block(shown, tree, columns=columns, keep_deps=keep_deps, misc=misc, comments=comments)
 
 
 def error_block(sentence: Sentence, reason: str) -> str:
@@ -73,8 +80,8 @@ def error_block(sentence: Sentence, reason: str) -> str:
     return format_sentence(sentence, comments={"parse_error": reason})
 
 
-def _block(sentence: Sentence, tree: Tree, *, upos, keep_deps: bool, misc, comments) -> str:
-    return format_sentence(sentence, heads=tree.heads, deprels=tree.deprels, upos=upos,
+def _block(sentence: Sentence, tree: Tree, *, columns, keep_deps: bool, misc, comments) -> str:
+    return format_sentence(sentence, heads=tree.heads, deprels=tree.deprels, columns=columns,
                            clear_deps=not keep_deps, misc=misc, comments=comments or None)
 
 

@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from parser.data.batch import Batch
+from parser.data.layers import layer_of
 from parser.models.char_encoder import CharLSTM
 from parser.models.checks import check_batch
 from parser.models.edge_scores import EdgeScores
@@ -37,7 +38,9 @@ class BiaffineScorer(nn.Module):
     which needs the character vocabulary ``char_tokens`` to spell them); its mixed features,
     with the word/character embeddings when ``encoder.use_chars`` and UPOS when ``use_upos``,
     go through ``encoder.lstm_layers`` BiLSTM layers (0: none) into the MLPs. ``n_tags`` > 0
-    adds a UPOS head on the same states (``EdgeScores.tags``).
+    adds a UPOS head on the same states (``EdgeScores.tags``); ``layer_sizes`` (layer name ->
+    number of classes) a head per token-level layer (:mod:`parser.data.layers`,
+    ``EdgeScores.layers``).
     """
 
     def __init__(
@@ -62,6 +65,7 @@ class BiaffineScorer(nn.Module):
         encoder: Mapping[str, Any] | None = None,
         char_tokens: Sequence[str] = (),
         n_tags: int = 0,
+        layer_sizes: Mapping[str, int] | None = None,
     ) -> None:
         super().__init__()
         encoder = {key: getattr(value, "value", value) for key, value in (encoder or {}).items()}
@@ -100,6 +104,7 @@ class BiaffineScorer(nn.Module):
         self.sizes = {"word_dim": word_dim, "char_dim": char_dim, "char_hidden": char_hidden,
                       "upos_dim": upos_dim, "lstm_hidden": lstm_hidden, "lstm_layers": lstm_layers,
                       "arc_mlp": arc_mlp, "rel_mlp": rel_mlp, "dropout": dropout, "n_tags": n_tags}
+        self.layer_sizes = dict(layer_sizes or {})
         self.feature_dropout = nn.Dropout(dropout_features if self.transformer is not None else 0.0)
         self._build_layers()
 
@@ -133,6 +138,8 @@ class BiaffineScorer(nn.Module):
             self.rel_head = MLP(n_states, z["rel_mlp"], dropout=dropout)
             self.rel = Bilinear(z["rel_mlp"], self.n_rels)
         self.tagger = nn.Linear(n_states, z["n_tags"]) if z["n_tags"] > 0 else None
+        self.layer_heads = nn.ModuleDict({name: layer_of(name).head(n_states, size)
+                                          for name, size in self.layer_sizes.items()})
 
     def forward(self, batch: Batch) -> EdgeScores:
         """arcs ``[B, dep, head]``; labels ``[B, dep, head, L]`` or ``None``."""
@@ -160,7 +167,8 @@ class BiaffineScorer(nn.Module):
         arcs = self.arc(self.arc_dep(states), self.arc_head(states))
         labels = self.rel(self.rel_dep(states), self.rel_head(states)) if self.n_rels > 0 else None
         tags = self.tagger(states) if self.tagger is not None else None
-        return EdgeScores(arcs=arcs, labels=labels, tags=tags)
+        layers = {name: head(states) for name, head in self.layer_heads.items()}
+        return EdgeScores(arcs=arcs, labels=labels, tags=tags, layers=layers)
 
 
 def _restore_transformer(module: BiaffineScorer, state_dict: dict, prefix: str, *args: Any) -> None:

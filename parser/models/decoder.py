@@ -16,7 +16,7 @@ trainer's dev scores and the KL term's ``tree=decoder`` teacher decode with it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import Tensor
@@ -148,6 +148,5 @@ def tempered(edge_scores: EdgeScores, *, arc_temperature: float, label_temperatu
     if arc_temperature == 1.0 and label_temperature == 1.0:
         return edge_scores
     labels = edge_scores.labels
-    return EdgeScores(arcs=edge_scores.arcs / arc_temperature,
-                      labels=None if labels is None else labels / label_temperature,
-                      tags=edge_scores.tags)
+    return replace(edge_scores, arcs=edge_scores.arcs / arc_temperature,
+                   labels=None if labels is None else labels / label_temperature)

@@ -8,7 +8,8 @@ CRF masks them by ``lengths``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from torch import Tensor
 
@@ -21,11 +22,16 @@ CRF_KINDS = ("matrix_tree", "projective")
 @dataclass(frozen=True)
 class EdgeScores:
     """arcs: ``[B, dep, head]``; labels: ``[B, dep, head, L]`` (``None``: an unlabeled scorer);
-    tags: ``[B, N+1, T]`` UPOS logits of a tag head (``None``: none)."""
+    tags: ``[B, N+1, T]`` UPOS logits of a tag head (``None``: none); layers: ``[B, N+1, C]``
+    class scores of each token-level layer by name (:mod:`parser.data.layers`).
+
+    A transformation of the arcs or labels is ``dataclasses.replace(scores, arcs=...)``, so that
+    the fields it does not touch travel on."""
 
     arcs: Tensor
     labels: Tensor | None = None
     tags: Tensor | None = None
+    layers: Mapping[str, Tensor] = field(default_factory=dict)
 
 
 def to_output(

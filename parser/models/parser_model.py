@@ -22,6 +22,7 @@ from torch import Tensor, nn
 from parser.config import EncoderKind, LabelMode, ModelConfig, ScorerKind, UposInput
 from parser.constraints.spec import UPOS_TAGS
 from parser.data.batch import Batch
+from parser.data.layers import layer_of
 from parser.data.vocab import ROOT, UNK, Vocab
 from parser.models.build import build_scorer, scorer_options
 from parser.models.char_encoder import CharLSTM
@@ -31,8 +32,8 @@ from parser.models.ud_rules import UDRules, parse_rules
 from parser.structs import ParserOutput
 
 __all__ = [
-    "ParserModel", "TaggedOutput", "build_parser", "reads_own_tags", "scorer_kwargs", "ud_rules_of",
-    "upos_ids",
+    "ParserModel", "TaggedOutput", "build_parser", "layers_of", "reads_own_tags", "scorer_kwargs",
+    "ud_rules_of", "upos_ids",
 ]
 
 N_SPECIAL_TAGS = 3  # UPOS ids 0..2 (PAD, UNK, ROOT): never a word's tag
@@ -40,18 +41,22 @@ N_SPECIAL_TAGS = 3  # UPOS ids 0..2 (PAD, UNK, ROOT): never a word's tag
 
 @dataclass(frozen=True)
 class TaggedOutput(ParserOutput):
-    """A ``ParserOutput`` of a parser with a UPOS head.
+    """A ``ParserOutput`` of a parser with a UPOS head or token-level layers.
 
     upos:      ``[B, N+1]`` the tags the rest of the pipeline reads (decoding, GE features): the
                head's argmax where the model reads its own tags, else the batch's with its
-               unknown (``_``) tags filled in; ROOT id at 0, PAD beyond each length.
-    tag_scores: ``[B, N+1, T]`` the head's logits.
-    auxiliary: ``{"tags": weighted cross-entropy per tagged word}`` on a labeled training batch
-               (the objective adds it, ``parser.objectives.weighted``); empty otherwise.
+               unknown (``_``) tags filled in; ROOT id at 0, PAD beyond each length; None
+               without a UPOS head.
+    tag_scores: ``[B, N+1, T]`` the UPOS head's logits (None without one).
+    layer_scores: ``[B, N+1, C]`` class scores of each token-level layer, by name.
+    auxiliary: ``{"tags": ..., <layer name>: ...}``: each head's weighted cross-entropy per
+               annotated word on a labeled training batch (the objective adds them,
+               ``parser.objectives.weighted``); empty otherwise.
     """
 
     upos: Tensor | None = None
     tag_scores: Tensor | None = None
+    layer_scores: dict[str, Tensor] = field(default_factory=dict)
     auxiliary: dict[str, Tensor] = field(default_factory=dict)
 
 
@@ -86,8 +91,10 @@ class ParserModel(nn.Module):
 
     def __init__(self, scorer: nn.Module, *, labels: str, single_root: bool,
                  crf: str = "matrix_tree", tag_loss_weight: float = 0.0, own_tags: bool = False,
-                 decoder: Decoder | None = None) -> None:
+                 decoder: Decoder | None = None,
+                 layer_weights: Mapping[str, float] | None = None) -> None:
         super().__init__()
+        self.layer_weights = dict(layer_weights or {})  # by layer name; 1.0 where not given
         self.tag_loss_weight = float(tag_loss_weight)
         self.own_tags = own_tags  # the head's tags everywhere, not only where the data has none
         self.scorer = scorer
@@ -111,9 +118,21 @@ class ParserModel(nn.Module):
         has one: what ``forward`` returns, and what a DDP replica's scores become."""
         out = to_output(edge_scores, batch.lengths, labels=self.labels, single_root=self.single_root,
                         crf=self.crf)
-        if edge_scores.tags is None:
+        if edge_scores.tags is None and not edge_scores.layers:
             return out
-        return self._tagged(out, edge_scores.tags, batch)
+        upos, auxiliary = None, {}
+        if edge_scores.tags is not None:
+            upos, tag_loss = self._tags(edge_scores.tags, batch)
+            if tag_loss is not None:
+                auxiliary["tags"] = tag_loss
+        if self.training and batch.layers:
+            for name, scores in edge_scores.layers.items():
+                weight = float(self.layer_weights.get(name, 1.0))
+                if name in batch.layers and weight > 0:
+                    auxiliary[name] = weight * layer_of(name).loss(scores, batch.layers[name])
+        return TaggedOutput(dist=out.dist, label_scores=out.label_scores, upos=upos,
+                            tag_scores=edge_scores.tags, layer_scores=dict(edge_scores.layers),
+                            auxiliary=auxiliary)
 
     def remembering_forms(self, chars: Sequence[Tensor]) -> AbstractContextManager:
         """A block within which the character encoder (if any) has encoded the forms of ``chars``
@@ -126,26 +145,31 @@ class ParserModel(nn.Module):
         rows = torch.cat([nn.functional.pad(c, (0, width - int(c.shape[1]))) for c in chars])
         return encoder.remembering(rows.to(encoder.project.weight.device))
 
-    def _tagged(self, out: ParserOutput, tag_scores: Tensor, batch: Batch) -> TaggedOutput:
+    def _tags(self, tag_scores: Tensor, batch: Batch) -> tuple[Tensor, Tensor | None]:
+        """The UPOS the model reads (see ``TaggedOutput.upos``) and, on a labeled training
+        batch, the UPOS head's weighted loss (else None)."""
         guess = tag_scores[..., N_SPECIAL_TAGS:].argmax(-1) + N_SPECIAL_TAGS
         words = batch.word_mask
         upos = guess if self.own_tags else torch.where(batch.upos == UNK, guess, batch.upos)
         upos = torch.where(words, upos, 0)
         upos[:, 0] = ROOT
-        auxiliary = {}
+        loss = None
         if self.training and self.tag_loss_weight > 0 and batch.is_labeled:
             gold = words & (batch.upos >= N_SPECIAL_TAGS)  # words with a known tag
             loss = nn.functional.cross_entropy(tag_scores[gold], batch.upos[gold], reduction="sum")
-            auxiliary["tags"] = self.tag_loss_weight * loss / gold.sum().clamp(min=1)
-        return TaggedOutput(dist=out.dist, label_scores=out.label_scores, upos=upos,
-                            tag_scores=tag_scores, auxiliary=auxiliary)
+            loss = self.tag_loss_weight * loss / gold.sum().clamp(min=1)
+        return upos, loss
 
 
 def build_parser(
     cfg: ModelConfig, sizes: Mapping[str, int], *, upos: Vocab | None = None,
     chars: Vocab | None = None, rels: Vocab | None = None,
+    layer_sizes: Mapping[str, int] | None = None,
 ) -> ParserModel:
-    """A fresh parser for vocabularies of ``sizes`` (``words``, ``chars``, ``upos``, ``rels``).
+    """A fresh parser for vocabularies of ``sizes`` (``words``, ``chars``, ``upos``, ``rels``),
+    with a head for each token-level layer of ``layer_sizes`` (name -> classes:
+    ``Vocabularies.layer_sizes()``; the model's layers are its vocabularies', so a checkpoint
+    from before layers has none whatever ``cfg.layers`` says).
 
     ``upos``, the UPOS vocabulary, maps the tag names of ``distance_prior_exempt`` and
     ``attach_to_units`` to ids; it is needed only when those lists are not empty. ``chars``,
@@ -170,14 +194,16 @@ def build_parser(
         options["encoder"] = encoder
         options["use_upos"] = bool(options.get("use_upos", True)) and upos_input is UposInput.gold
         options["n_tags"] = sizes["upos"] if tag_loss_weight > 0 else 0
+        options["layer_sizes"] = dict(layer_sizes or {})
         if encoder.get("kind") == EncoderKind.transformer.value:
             if chars is None:
                 raise ValueError("a transformer encoder spells the words from their characters: "
                                  "pass build_parser(chars=vocabs.chars)")
             options["char_tokens"] = list(chars.tokens)
-    elif tag_loss_weight > 0 or upos_input is not UposInput.gold:
-        raise ValueError(f"model.kind={kind}: model.tag_loss_weight and model.upos_input are "
-                         "biaffine options (the log-linear templates read the data's UPOS)")
+    elif tag_loss_weight > 0 or upos_input is not UposInput.gold or layer_sizes:
+        raise ValueError(f"model.kind={kind}: model.tag_loss_weight, model.upos_input and "
+                         "model.layers are biaffine options (the log-linear templates read the "
+                         "data's UPOS and have no encoder states for a layer's head)")
     if "distance_prior_exempt" in options:
         options["distance_prior_exempt"] = upos_ids(options["distance_prior_exempt"], upos)
     scorer = build_scorer(
@@ -192,9 +218,26 @@ def build_parser(
     labels = LabelMode(cfg.labels).value
     decoder = Decoder(labels=labels, projective=bool(cfg.projective), unit_tags=unit_tags,
                       ud_rules=ud_rules_of(_get(cfg, "ud_rules", ()), rels, upos))
+    weights = _get(cfg, "layer_weights", None) or {}
+    weights = dict(OmegaConf.to_container(weights) if OmegaConf.is_config(weights) else weights)
+    unknown = sorted(set(weights) - set(_layer_names(cfg)))
+    if unknown:
+        raise ValueError(f"model.layer_weights names {unknown}, not in model.layers "
+                         f"{list(_layer_names(cfg))}")
     return ParserModel(scorer, labels=labels, single_root=cfg.single_root, crf=cfg.crf,
                        tag_loss_weight=tag_loss_weight, own_tags=upos_input is not UposInput.gold,
-                       decoder=decoder)
+                       decoder=decoder, layer_weights=weights)
+
+
+def layers_of(cfg: ModelConfig | Mapping[str, Any]) -> list:
+    """The token-level layers ``cfg.layers`` names (:func:`parser.data.layers.layer_of`; an
+    unknown name is an error naming the registered ones)."""
+    return [layer_of(str(name)) for name in _layer_names(cfg)]
+
+
+def _layer_names(cfg: ModelConfig | Mapping[str, Any]) -> list[str]:
+    names = _get(cfg, "layers", None) or []
+    return [str(name) for name in names]
 
 
 def ud_rules_of(names: Any, rels: Vocab | None, upos: Vocab | None = None) -> UDRules | None:

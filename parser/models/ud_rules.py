@@ -27,7 +27,7 @@ to k-best trees and samples through :meth:`ParserModel.relations`), not to the m
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import Tensor
@@ -140,7 +140,7 @@ def constrain(edge_scores: EdgeScores, rules: UDRules | None, *, labels: str) ->
             real = rel_scores[..., FIRST_REAL:]
             log_kept = (masked[..., FIRST_REAL:].logsumexp(-1) - real.logsumexp(-1))
             arcs = arcs + log_kept
-        return EdgeScores(arcs=arcs, labels=masked, tags=edge_scores.tags)
+        return replace(edge_scores, arcs=arcs, labels=masked)
     # Without autograd (prediction): the same operations a few sentences at a time, so that each
     # block of the [B, dep, head, L] grid is masked and reduced while in cache (the same bits).
     # Contiguous, as masked_fill's result: the reductions then run in the same order.
@@ -155,7 +155,7 @@ def constrain(edge_scores: EdgeScores, rules: UDRules | None, *, labels: str) ->
             torch.sub(masked[rows, ..., FIRST_REAL:].logsumexp(-1),
                       rel_scores[rows, ..., FIRST_REAL:].logsumexp(-1), out=log_kept[rows])
     arcs = edge_scores.arcs if log_kept is None else edge_scores.arcs + log_kept
-    return EdgeScores(arcs=arcs, labels=masked, tags=edge_scores.tags)
+    return replace(edge_scores, arcs=arcs, labels=masked)
 
 
 def choose_relations(label_scores: Tensor, heads: Tensor, words: Tensor, rules: UDRules | None) -> Tensor:

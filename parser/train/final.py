@@ -10,7 +10,7 @@ import torch
 
 from parser.data.conllu_io import Treebank, write_conllu
 from parser.data.vocab import Vocabularies
-from parser.eval.report import file_report, metrics_path_for, write_metrics_json
+from parser.eval.report import SCORED, file_report, metrics_path_for, write_metrics_json
 from parser.inference import Annotator
 from parser.models.parser_model import ParserModel
 from parser.runtime.checkpoint import load_checkpoint
@@ -68,11 +68,16 @@ def restore_best(model: ParserModel, best_path: Path) -> bool:
 
 
 def format_scores(name: str, report: dict) -> str:
-    """``test: UAS 88.12  LAS 85.40`` from a report (official F1 when present)."""
+    """``test: UAS 88.12  LAS 85.40`` from a report, then every other official F1 when present
+    (``| UPOS 95.10  XPOS ...  BLEX 70.02``)."""
     official = report.get("official")
     if official:
         uas, las = official["UAS"], official["LAS"]
     else:
         uas, las = report.get("uas"), report.get("las")
     show = lambda v: "n/a" if v is None else f"{v:.2f}"
-    return f"{name}: UAS {show(uas)}  LAS {show(las)}"
+    line = f"{name}: UAS {show(uas)}  LAS {show(las)}"
+    if official:
+        line += "  | " + "  ".join(f"{metric} {show(official[metric])}" for metric in SCORED
+                                   if metric not in ("UAS", "LAS") and metric in official)
+    return line

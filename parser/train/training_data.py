@@ -17,7 +17,7 @@ only that text.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +28,7 @@ from parser.config import DataConfig, OnInvalid
 from parser.constraints.spec import UPOS_TAGS
 from parser.data.batching import BucketBatcher, EncodedSentence
 from parser.data.conllu_io import Sentence, Treebank, read_conllu, read_tokenized
+from parser.data.layers import TokenLayer
 from parser.data.paths import SPLITS, resolve_ud_root, treebank_file
 from parser.data.streams import TrainingStream, split_labeled, strip_annotation, unlabeled_subset
 from parser.data.treebanks import MIN_CARVED_DEV, TreebankInfo, carved_dev_size, read_treebank_info
@@ -196,12 +197,14 @@ class TrainingData:
 def load_training_data(
     cfg: DataConfig, *, seed: int, vocabs: Vocabularies | None = None, num_replicas: int = 1,
     rank: int = 0, objective_terms: Mapping | None = None, projective_trees: bool = False,
+    layers: Sequence[TokenLayer] = (), layer_max_classes: int = 1000,
 ) -> TrainingData:
     """Read the files, tag the unlabeled text (``data.tagger``), build (or reuse, when
     resuming) the vocabularies, make the stream. ``objective_terms`` (``objective.terms``) says
     whether a term reads the unlabeled text's UPOS: missing UPOS and no tagger is then an error.
     ``projective_trees`` (``model.crf=projective``): labeled trees that are not projective are
-    left out (:func:`projective_only`)."""
+    left out (:func:`projective_only`). ``layers``: the token-level layers whose classes the
+    vocabularies hold (at most ``layer_max_classes`` each), built from the labeled trees."""
     info = check_treebank(cfg)
     train = read_split(cfg, "train")
     sentences = list(train.sentences) if train is not None else []
@@ -241,7 +244,8 @@ def load_training_data(
             )
     report_unknown_upos(labeled + unlabeled)
     if vocabs is None:
-        vocabs = Vocabularies.build(labeled + unlabeled, min_freq=cfg.min_freq)
+        vocabs = Vocabularies.build(labeled + unlabeled, min_freq=cfg.min_freq, layers=layers,
+                                    max_classes=layer_max_classes)
     if cfg.unlabeled_size is not None:
         # After the vocabulary: every size has the full-size run's, so one teacher serves them all.
         unlabeled = [unlabeled[i] for i in unlabeled_subset(len(unlabeled), size=cfg.unlabeled_size,

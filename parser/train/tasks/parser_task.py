@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 
 from parser.data.vocab import Vocabularies
 from parser.inference import log_unknown_words, parse
-from parser.models.parser_model import ParserModel, build_parser
+from parser.models.parser_model import ParserModel, build_parser, layers_of
 from parser.runtime.errors import NonFiniteError
 from parser.train.final import evaluate_split, format_scores, restore_best
 from parser.train.objective import build_training_objective
@@ -37,7 +37,8 @@ class ParserTask:
         self.data: TrainingData = load_training_data(
             cfg.data, seed=cfg.trainer.seed, vocabs=vocabs, num_replicas=dist.world_size,
             rank=dist.rank, objective_terms=cfg.objective.terms,
-            projective_trees=str(cfg.model.crf) == "projective",
+            projective_trees=str(cfg.model.crf) == "projective", layers=layers_of(cfg.model),
+            layer_max_classes=int(cfg.model.layer_max_classes),
         )
         self.vocabs = self.data.vocabs
         if dist.is_main:
@@ -46,7 +47,7 @@ class ParserTask:
                     log_unknown_words(split.sentences, self.vocabs, name=split.path)
         self.model: ParserModel = build_parser(
             cfg.model, self.vocabs.sizes(), upos=self.vocabs.upos, chars=self.vocabs.chars,
-            rels=self.vocabs.rels).to(self.device)
+            rels=self.vocabs.rels, layer_sizes=self.vocabs.layer_sizes()).to(self.device)
         objective = build_training_objective(
             cfg.objective.terms, vocabs=self.vocabs, labeled=self.data.labeled, device=self.device
         )

@@ -1,0 +1,134 @@
+"""Token-level annotation layers: one class per CoNLL-U column a parser predicts beside the tree.
+
+A layer says which column it reads and writes (``column``), how the classes of its head are built
+from training data (:meth:`TokenLayer.classes`: the column's values, or for LEMMA edit scripts
+from the form), its head on the shared encoder states (:meth:`TokenLayer.head`), its loss
+(:meth:`TokenLayer.loss`), how a predicted class becomes the column's string
+(:meth:`TokenLayer.decode`) and whether its prediction feeds the parser's input
+(``feeds_parser``). The vocabularies, the batch, the model, the checkpoint, the annotator and the
+writers iterate over the layers a model has (those whose classes its vocabularies hold,
+``Vocabularies.layers``); none of them names a column.
+
+A new layer is a subclass registered with :func:`register_layer`, its name in ``model.layers``,
+and a test (docs/layout.md, "Adding an annotation layer").
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import ClassVar
+
+import torch
+from torch import Tensor, nn
+
+from parser.data.conllu_io import Sentence
+from parser.data.vocab import N_SPECIAL, Vocab
+
+__all__ = ["LAYERS", "TokenLayer", "encode_targets", "layer_of", "register_layer"]
+
+log = logging.getLogger(__name__)
+
+LAYERS: dict[str, type[TokenLayer]] = {}
+"""Every registered layer class by its name (``model.layers`` entries)."""
+
+
+def register_layer(cls: type[TokenLayer]) -> type[TokenLayer]:
+    """Class decorator: make ``cls`` available as ``model.layers: [<cls.name>]``."""
+    if not cls.name or not cls.column:
+        raise ValueError(f"layer class {cls.__name__}: set its name and column")
+    if cls.name in LAYERS and LAYERS[cls.name] is not cls:
+        raise ValueError(f"layer {cls.name!r} is registered twice ({LAYERS[cls.name].__name__}, "
+                         f"{cls.__name__})")
+    LAYERS[cls.name] = cls
+    return cls
+
+
+def layer_of(name: str) -> TokenLayer:
+    """The registered layer ``name`` (``xpos``, ``feats``, ``lemma``, ...)."""
+    try:
+        return LAYERS[name]()
+    except KeyError:
+        raise ValueError(f"model.layers: unknown layer {name!r}; registered: "
+                         f"{', '.join(sorted(LAYERS))}") from None
+
+
+class TokenLayer:
+    """One CoNLL-U column predicted per word by a softmax head over whole-string classes.
+
+    The defaults suit a column whose values are the classes (XPOS, FEATS); a subclass maps values
+    to classes and back (:meth:`target`, :meth:`value`: LEMMA's edit scripts), or replaces the
+    head, loss or decoding. Class ids follow the vocabularies' layout: 0..2 are PAD, UNK, ROOT
+    and never predicted; a word whose class was not kept (rare, see :meth:`classes`) has UNK and
+    is left out of the loss.
+    """
+
+    name: ClassVar[str] = ""
+    column: ClassVar[str] = ""
+    feeds_parser: ClassVar[bool] = False
+
+    def target(self, form: str, value: str) -> str:
+        """The class of a word with ``form`` whose column holds ``value`` (never ``_``)."""
+        return value
+
+    def value(self, form: str, target: str) -> str | None:
+        """The column's value for a word with ``form`` predicted as class ``target``."""
+        return target
+
+    def targets(self, sentence: Sentence) -> list[str | None]:
+        """The class of each word of ``sentence``; None where the column is ``_``."""
+        return [None if value is None else self.target(form, value)
+                for form, value in zip(sentence.forms, sentence.column(self.column))]
+
+    def classes(self, sentences: Iterable[Sentence], *, max_classes: int) -> Vocab | None:
+        """The classes of the training ``sentences``, most frequent first, at most
+        ``max_classes`` of them (the rest are said in one log line and never predicted); None
+        when the column is ``_`` on every word (the layer is then not trained and its column is
+        written ``_``)."""
+        if max_classes < 1:
+            raise ValueError(f"model.layer_max_classes={max_classes}: must be >= 1")
+        counts: Counter[str] = Counter()
+        for sentence in sentences:
+            counts.update(t for t in self.targets(sentence) if t is not None)
+        if not counts:
+            log.info("%s: the %s column is '_' on every training word: not predicted, written "
+                     "'_'", self.name, self.column)
+            return None
+        kept = sorted(counts, key=lambda t: (-counts[t], t))[:max_classes]
+        if len(kept) < len(counts):
+            covered = sum(counts[t] for t in kept) / sum(counts.values())
+            log.warning("%s: %d distinct %s classes in training; kept the %d most frequent "
+                        "(model.layer_max_classes), covering %.1f%% of the annotated words; the "
+                        "other %d are never predicted", self.name, len(counts), self.column,
+                        len(kept), 100.0 * covered, len(counts) - len(kept))
+        return Vocab(kept, name=self.name)
+
+    def head(self, n_states: int, n_classes: int) -> nn.Module:
+        """``[B, N+1, n_states]`` encoder states -> ``[B, N+1, n_classes]`` class scores."""
+        return nn.Linear(n_states, n_classes)
+
+    def loss(self, scores: Tensor, gold: Tensor) -> Tensor:
+        """Mean cross-entropy of ``scores [B, N+1, C]`` over the words whose ``gold [B, N+1]``
+        class is a kept one (id >= 3; -1 unannotated, UNK a class not kept)."""
+        known = gold >= N_SPECIAL
+        loss = nn.functional.cross_entropy(scores[known], gold[known], reduction="sum")
+        return loss / known.sum().clamp(min=1)
+
+    def predict(self, scores: Tensor) -> Tensor:
+        """``[B, N+1]`` the best class of each position, never a special id."""
+        return scores[..., N_SPECIAL:].argmax(-1) + N_SPECIAL
+
+    def decode(self, forms: Sequence[str], classes: Sequence[str]) -> list[str | None]:
+        """The column's values of words ``forms`` predicted as ``classes`` (names)."""
+        return [self.value(form, target) for form, target in zip(forms, classes)]
+
+
+def encode_targets(layer: TokenLayer, sentence: Sentence, classes: Vocab) -> Tensor | None:
+    """``[n+1]`` long class ids of ``sentence``'s words (ROOT position 0 and ``_`` words: -1;
+    classes not kept: UNK); None when the column is ``_`` on every word."""
+    targets = layer.targets(sentence)
+    if all(t is None for t in targets):
+        return None
+    get = classes.index
+    return torch.tensor([-1] + [-1 if t is None else get(t) for t in targets], dtype=torch.long)

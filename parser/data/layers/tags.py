@@ -1,0 +1,28 @@
+"""XPOS and FEATS: whole-string classes, one softmax head each (as UDPipe 2).
+
+FEATS as one class per whole feature string rather than one classifier per feature (Stanza):
+the string is what MLAS scores (a word counts only when every feature is right), and a class per
+string cannot predict a combination never seen in training, which a factored head can.
+"""
+
+from __future__ import annotations
+
+from parser.data.layers.base import TokenLayer, register_layer
+
+__all__ = ["FeatsLayer", "XposLayer"]
+
+
+@register_layer
+class XposLayer(TokenLayer):
+    """The language-specific tag (XPOS), one class per tag string."""
+
+    name = "xpos"
+    column = "XPOS"
+
+
+@register_layer
+class FeatsLayer(TokenLayer):
+    """The morphological features (FEATS), one class per whole feature string."""
+
+    name = "feats"
+    column = "FEATS"

@@ -1,0 +1,67 @@
+"""The annotation columns a prediction writes: the token-level layers' predictions
+(:mod:`parser.data.layers`), and what becomes of the input's LEMMA, UPOS, XPOS and FEATS.
+
+Predicted columns replace the input's, so that a file scored with the official script never mixes
+gold columns into predictions: a LEMMA, XPOS or FEATS column the model does not predict is written
+``_``. UPOS is the exception: a parser without a UPOS head parsed from the input's tags (gold, or
+a tagger's), so that column is its input and stays as read. With
+``keep_columns=given`` (as ``keep_heads=given`` for heads) the input's values stay wherever it
+has one, predictions fill only its ``_``, and a column the model does not predict is kept as read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from parser.data.batch import Batch
+from parser.data.conllu_io import Sentence
+from parser.data.layers import layer_of
+from parser.data.vocab import Vocabularies
+from parser.structs import ParserOutput
+
+__all__ = ["ANNOTATION_COLUMNS", "KEEP_COLUMNS", "layer_columns", "written_columns"]
+
+ANNOTATION_COLUMNS = ("LEMMA", "UPOS", "XPOS", "FEATS")
+KEEP_COLUMNS = ("none", "given")
+
+
+def layer_columns(out: ParserOutput, batch: Batch, vocabs: Vocabularies,
+                  sentences: Sequence[Sentence]) -> dict[int, dict[str, list[str | None]]]:
+    """For each sentence of ``batch`` (by its ``batch.index`` into ``sentences``), the column
+    values its layers predict (``{"LEMMA": [...], ...}``, one per word); empty without layers."""
+    scores = getattr(out, "layer_scores", None) or {}
+    result: dict[int, dict[str, list[str | None]]] = {i: {} for i in batch.index.tolist()}
+    lengths = batch.lengths.tolist()
+    for name, layer_scores in scores.items():
+        layer, classes = layer_of(name), vocabs.layers[name].tokens
+        ids = layer.predict(layer_scores).tolist()  # one list per batch, not a tensor per word
+        for b, (index, n) in enumerate(zip(batch.index.tolist(), lengths)):
+            names = [classes[c] for c in ids[b][1 : n + 1]]
+            result[index][layer.column] = layer.decode(sentences[index].forms, names)
+    return result
+
+
+def written_columns(sentence: Sentence, predicted: Mapping[str, Sequence[str | None]], *,
+                    keep_columns: str = "none") -> dict[str, list[str | None]]:
+    """The annotation columns to write over ``sentence``'s (a column left out stays as read):
+    see the module docstring. ``predicted``: the model's columns (UPOS included when it tags).
+
+    >>> from parser.data.conllu_io import tokenized_sentence
+    >>> s = tokenized_sentence(["Dogs", "bark"], path="x", stem="x", line=1)
+    >>> written_columns(s, {"LEMMA": ["dog", "bark"]})
+    {'LEMMA': ['dog', 'bark'], 'XPOS': [None, None], 'FEATS': [None, None]}
+    """
+    if keep_columns not in KEEP_COLUMNS:
+        raise ValueError(f"keep_columns={keep_columns!r}: expected none or given")
+    keep = keep_columns == "given"
+    columns: dict[str, list[str | None]] = {}
+    for column in ANNOTATION_COLUMNS:
+        if column in predicted:
+            values = list(predicted[column])
+            if keep:
+                values = [given if given is not None else guess
+                          for given, guess in zip(sentence.column(column), values)]
+            columns[column] = values
+        elif not keep and column != "UPOS":
+            columns[column] = [None] * len(sentence)
+    return columns
