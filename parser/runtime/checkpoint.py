@@ -8,7 +8,10 @@ one, each with its step and sha256; only then are old step files pruned (the new
 any point of a save (kill -9, power cut) therefore leaves the manifest of the old set or of the
 new set, and every file it names. The next run reads the manifest: ``trainer.resume=last`` takes
 its last checkpoint, ``best.pt`` is put back to its best one if the crash came between the two,
-and step files written after it are not part of any set (removed). A save that fails (a full disk)
+and step files written after it are not part of any set (removed). Each file the manifest names is
+read only if its sha256 is still the manifest's (the header's, :func:`file_digest`: no second pass
+over the file): a copy onto ``best.pt`` writes into the step file it is another name of, and such
+a file is reported by name and passed over like a corrupt one. A save that fails (a full disk)
 is undone the same way and raised as :class:`~parser.runtime.errors.CheckpointWriteError`, naming
 the file and the last good checkpoint. Folders of runs written before the manifest existed still
 resume, from their newest readable ``step-N.pt``, as they did.
@@ -87,6 +90,7 @@ class CheckpointManager:
         self._last: _Entry | None = None  # the set as the manifest names it (None: no manifest)
         self._best: _Entry | None = None
         self.manifest_found = False  # whether read_manifest found one
+        self.overwritten_files: list[Path] = []  # what load_latest passed over for overwritten()
 
     @property
     def best_path(self) -> Path:
@@ -143,8 +147,30 @@ class CheckpointManager:
             self.manifest_found = True
         except (ValueError, KeyError, TypeError) as error:
             self._last = self._best = None
-            log.warning("%s is unreadable (%s: %s) and was ignored: resuming from the newest "
-                        "readable step file", self.manifest_path, type(error).__name__, error)
+            log.warning("%s is unreadable (%s: %s) and was ignored: no file is checked against "
+                        "it, and trainer.resume=last takes the newest readable step file",
+                        self.manifest_path, type(error).__name__, error)
+
+    def overwritten(self, path: Path) -> str | None:
+        """Why ``path``, a file the manifest names (its last or best step file, or ``best.pt``), is
+        not the file it names: its sha256 differs, as after ``cp other/best.pt <this>/best.pt``
+        (which writes into the step file ``best.pt`` is another name of). None: it is that file,
+        or the manifest does not name it (or there is none)."""
+        if path.parent.resolve() != self.directory.resolve():
+            return None
+        named = {e.file: e for e in (self._last, self._best) if e is not None}
+        if self._best is not None:
+            named[self.best_path.name] = self._best
+        entry = named.get(path.name)
+        if entry is None or not path.is_file():
+            return None
+        found = file_digest(path)
+        if found == entry.sha256:
+            return None
+        absent = "absent (a file without a header)"
+        return (f"overwritten: {path} is not the checkpoint of step {entry.step} that {MANIFEST} "
+                f"names: its sha256 is {found or absent}, the manifest's {entry.sha256 or absent} "
+                "(a copy onto best.pt writes into the step file best.pt is another name of)")
 
     def describe_saved(self) -> str:
         """Where the last good checkpoint is, for a message that stops a run."""
@@ -224,16 +250,23 @@ class CheckpointManager:
     # -- resuming and the final evaluation ---------------------------------------------------------
 
     def load_latest(self, *, map_location: str | torch.device = "cpu") -> tuple[Path, dict] | None:
-        """The last checkpoint of the set (the manifest's), or, when it is unreadable, the newest
-        readable one before it; unreadable ones are reported and skipped. A folder without a
-        manifest (an earlier version's run): its newest readable step file."""
+        """The last checkpoint of the set (the manifest's), or, when it is unreadable or
+        :meth:`overwritten`, the newest readable one before it; the files passed over are
+        reported by name and skipped (the overwritten ones listed in ``overwritten_files``). A
+        folder without a manifest (an earlier version's run): its newest readable step file."""
         files = self.step_files()
         if self._last is None:
             candidates = files[::-1]
         else:
             named = self.directory / self._last.file
             candidates = [named, *(p for p in files[::-1] if _step(p) < self._last.step)]
+        self.overwritten_files = []
         for path in candidates:
+            reason = self.overwritten(path)
+            if reason is not None:
+                log.warning("%s; falling back to the previous checkpoint", reason)
+                self.overwritten_files.append(path)
+                continue
             try:
                 state = load_checkpoint(path, map_location=map_location)
             except CheckpointError as error:
@@ -247,19 +280,23 @@ class CheckpointManager:
         """Make the set's best checkpoint the one of ``best_step`` (the resumed state's), and
         ``best.pt`` that file: so the final evaluation scores the checkpoint the state calls best.
         It is the manifest's best, else ``step-<best_step>.pt``, else a ``best.pt`` of that step
-        (a run of an earlier version); none of them: a warning, and no best until the next gain."""
+        (a run of an earlier version); none of them, or one :meth:`overwritten`: a warning, and no
+        best until the next gain."""
+        source = self.directory / f"step-{best_step:08d}.pt"
         if self._best is not None and self._best.step == best_step \
                 and (self.directory / self._best.file).is_file():
-            self._publish_best(self._best)
-            return
-        source = self.directory / f"step-{best_step:08d}.pt"
-        if not source.is_file() and self.best_path.is_file() and _own_step(self.best_path) == best_step:
-            atomic_link(self.best_path, source)  # the best's step file, kept while it is best
-        if not source.is_file():
+            source = self.directory / self._best.file
+        elif not source.is_file() and self.best_path.is_file() and _own_step(self.best_path) == best_step:
+            if self.overwritten(self.best_path) is None:
+                atomic_link(self.best_path, source)  # the best's step file, kept while it is best
+            else:
+                source = self.best_path  # reported below
+        reason = "gone" if not source.is_file() else self.overwritten(source)
+        if reason is not None:
             self._best = None
-            log.warning("%s: the best checkpoint of the resumed run (step %d) is gone; best.pt is "
+            log.warning("%s: the best checkpoint of the resumed run (step %d) is %s; best.pt is "
                         "replaced at the next dev gain, and until then the final evaluation scores "
-                        "the last checkpoint", self.directory, best_step)
+                        "the last checkpoint", self.directory, best_step, reason)
             return
         self._best = _Entry.of(source, best_step)
         self._publish_best(self._best)

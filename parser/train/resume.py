@@ -8,6 +8,12 @@ a warning (the model config must still match: see ``Trainer._restore``). The che
 logged before anything else is loaded. A run's own checkpoint is resumed with its checkpoint set
 agreeing with it: ``best.pt`` is the checkpoint its state calls best
 (:meth:`~parser.runtime.checkpoint.CheckpointManager.adopt`).
+
+A file the folder's ``manifest.json`` names whose sha256 is no longer the manifest's (overwritten
+in place, e.g. by a copy onto ``best.pt``, another name of a step file) is reported by name. ``last``
+and a folder fall back past it, as past a corrupt file, to the newest checkpoint before it that
+is intact, and refuse when there is none; a file named by ``trainer.resume`` is the user's choice,
+and is used with the warning.
 """
 
 from __future__ import annotations
@@ -47,6 +53,13 @@ def resolve_resume(
         return None
     if resume == "last":
         found = checkpoints.load_latest()
+        if found is None and checkpoints.overwritten_files:
+            raise CheckpointError(
+                f"trainer.resume=last: no intact checkpoint in {checkpoints.directory}: "
+                f"{checkpoints.overwritten(checkpoints.overwritten_files[0])}, and no checkpoint "
+                "before it is readable; put the run's own file back, or resume from the file as "
+                "it is by naming it (trainer.resume=<path>), or start without trainer.resume"
+            )
         if found is None:
             present = [p.name for p in checkpoints.step_files()]
             detail = f" (unreadable: {', '.join(present)})" if present else ""
@@ -78,9 +91,13 @@ def resolve_resume(
         named.read_manifest()
         found = named.load_latest()
         if found is None:
-            raise CheckpointError(f"trainer.resume={resume}: no readable checkpoint in {directory}")
+            overwritten = ("" if not named.overwritten_files else
+                           f" ({named.overwritten(named.overwritten_files[0])})")
+            raise CheckpointError(
+                f"trainer.resume={resume}: no readable checkpoint in {directory}{overwritten}")
         path, state = found
     else:
+        _warn_if_overwritten(path, checkpoints=checkpoints)
         try:
             state = load_checkpoint(path)
         except CheckpointError as error:
@@ -94,6 +111,24 @@ def resolve_resume(
     if path.resolve().parent == checkpoints.directory.resolve():  # this run's own
         _adopt(checkpoints, state)
     return state
+
+
+def _warn_if_overwritten(path: Path, *, checkpoints: CheckpointManager) -> None:
+    """A file named by ``trainer.resume`` that its folder's manifest names with another sha256:
+    said, not refused (the user chose that file)."""
+    if not path.is_file():
+        return
+    if path.resolve().parent == checkpoints.directory.resolve():
+        folder = checkpoints
+    else:
+        folder = CheckpointManager(path.parent, keep_last=1)
+        if not folder.manifest_path.is_file():
+            return
+        folder.read_manifest()
+    reason = folder.overwritten(path)
+    if reason is not None:
+        log.warning("trainer.resume: %s; resuming from it as it is, since trainer.resume names it",
+                    reason)
 
 
 def _adopt(checkpoints: CheckpointManager, state: Mapping[str, Any]) -> None:
