@@ -30,6 +30,8 @@ __all__ = ["LAYERS", "TokenLayer", "encode_targets", "layer_of", "register_layer
 
 log = logging.getLogger(__name__)
 
+UNDERSCORE = "_"  # the class of an empty value (underscore_is_value)
+
 LAYERS: dict[str, type[TokenLayer]] = {}
 """Every registered layer class by its name (``model.layers`` entries)."""
 
@@ -67,18 +69,24 @@ class TokenLayer:
     name: ClassVar[str] = ""
     column: ClassVar[str] = ""
     feeds_parser: ClassVar[bool] = False
+    # '_' is a value of the column, not a gap (FEATS: a word without features), once training
+    # has any other value in it; otherwise '_' is unannotated, as XPOS and LEMMA have it.
+    underscore_is_value: ClassVar[bool] = False
 
     def target(self, form: str, value: str) -> str:
         """The class of a word with ``form`` whose column holds ``value`` (never ``_``)."""
         return value
 
     def value(self, form: str, target: str) -> str | None:
-        """The column's value for a word with ``form`` predicted as class ``target``."""
-        return target
+        """The column's value for a word with ``form`` predicted as class ``target`` (None:
+        written ``_``)."""
+        return None if target == UNDERSCORE else target
 
     def targets(self, sentence: Sentence) -> list[str | None]:
-        """The class of each word of ``sentence``; None where the column is ``_``."""
-        return [None if value is None else self.target(form, value)
+        """The class of each word of ``sentence``; None where the column is ``_`` (unless
+        ``underscore_is_value``: then ``_`` is the class of an empty value)."""
+        empty = UNDERSCORE if self.underscore_is_value else None
+        return [empty if value is None else self.target(form, value)
                 for form, value in zip(sentence.forms, sentence.column(self.column))]
 
     def classes(self, sentences: Iterable[Sentence], *, max_classes: int) -> Vocab | None:
@@ -91,7 +99,7 @@ class TokenLayer:
         counts: Counter[str] = Counter()
         for sentence in sentences:
             counts.update(t for t in self.targets(sentence) if t is not None)
-        if not counts:
+        if set(counts) <= {UNDERSCORE}:
             log.info("%s: the %s column is '_' on every training word: not predicted, written "
                      "'_'", self.name, self.column)
             return None

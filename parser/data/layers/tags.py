@@ -22,7 +22,9 @@ class XposLayer(TokenLayer):
 
 @register_layer
 class FeatsLayer(TokenLayer):
-    """The morphological features (FEATS), one class per whole feature string."""
+    """The morphological features (FEATS), one class per whole feature string; ``_`` (no
+    feature) is a class of its own."""
 
     name = "feats"
     column = "FEATS"
+    underscore_is_value = True

@@ -1,0 +1,134 @@
+"""Token-level layers without training: classes built from training data (bounded, all-``_``
+columns left out), targets, the loss, vocabulary state with and without layers."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+
+from parser.data.batching import collate, encode
+from parser.data.conllu_io import read_conllu, tokenized_sentence
+from parser.data.layers import LAYERS, FeatsLayer, LemmaLayer, XposLayer, layer_of
+from parser.data.vocab import UNK, Vocabularies
+from tests.layers.helpers import FIXTURES
+
+
+@pytest.fixture()
+def morph(morph_files):
+    return read_conllu(morph_files[0]).sentences
+
+
+def test_the_built_in_layers_are_registered_by_name():
+    assert {"xpos", "feats", "lemma"} <= set(LAYERS)
+    assert (layer_of("xpos").column, layer_of("feats").column, layer_of("lemma").column) == (
+        "XPOS", "FEATS", "LEMMA")
+    with pytest.raises(ValueError, match="unknown layer 'lemmas'.*registered: .*lemma"):
+        layer_of("lemmas")
+
+
+def test_classes_are_the_column_values_most_frequent_first(morph):
+    vocab = XposLayer().classes(morph, max_classes=1000)
+    counts = {}
+    for sentence in morph:
+        for tag in sentence.column("XPOS"):
+            counts[tag] = counts.get(tag, 0) + 1
+    real = vocab.tokens[3:]
+    assert sorted(real) == sorted(counts)
+    assert [counts[t] for t in real] == sorted(counts.values(), reverse=True)
+
+
+def test_a_column_with_thousands_of_values_keeps_a_bounded_class_count(caplog):
+    # XPOS holding a sentence id (a leak seen in real treebanks): 3,000 distinct values.
+    sentences = [tokenized_sentence(["a", "b", "c"], path="x", stem="x", line=i) for i in range(1000)]
+    sentences = [_with_column(s, "XPOS", [f"id{i}-{w}" for w in range(3)]) for i, s in enumerate(sentences)]
+    with caplog.at_level(logging.WARNING):
+        vocab = XposLayer().classes(sentences, max_classes=50)
+    assert len(vocab) == 53  # PAD, UNK, ROOT and the 50 kept
+    [record] = [r for r in caplog.records if "xpos" in r.getMessage()]
+    assert "3000 distinct XPOS classes" in record.getMessage()
+    assert "kept the 50 most frequent" in record.getMessage()
+    assert "other 2950 are never predicted" in record.getMessage()
+    # a word of a class not kept has UNK: out of the loss, never predicted
+    encoded = encode(sentences[-1], _vocabs(sentences, xpos=vocab), index=0)
+    assert encoded.layers["xpos"][1:].tolist() == [UNK, UNK, UNK]
+
+
+def test_an_all_underscore_column_has_no_classes_and_says_so_once(caplog):
+    sentences = read_conllu(FIXTURES / "tiny-train.conllu").sentences  # XPOS and FEATS all '_'
+    with caplog.at_level(logging.INFO):
+        vocabs = Vocabularies.build(sentences, min_freq=1,
+                                    layers=[XposLayer(), FeatsLayer(), LemmaLayer()])
+    assert set(vocabs.layers) == {"lemma"}
+    said = [r.getMessage() for r in caplog.records if "'_' on every training word" in r.getMessage()]
+    assert len(said) == 2 and any("XPOS" in m for m in said) and any("FEATS" in m for m in said)
+
+
+def test_targets_of_a_sentence_and_its_batch(morph):
+    vocabs = Vocabularies.build(morph, min_freq=1, layers=[XposLayer(), LemmaLayer()])
+    sentence = morph[0]
+    encoded = encode(sentence, vocabs, index=0)
+    assert encoded.layers["xpos"][0] == -1  # ROOT
+    names = [vocabs.layers["xpos"].token(i) for i in encoded.layers["xpos"][1:].tolist()]
+    assert names == sentence.column("XPOS")
+    lemma = LemmaLayer()
+    scripts = [vocabs.layers["lemma"].token(i) for i in encoded.layers["lemma"][1:].tolist()]
+    assert lemma.decode(sentence.forms, scripts) == sentence.column("LEMMA")
+    assert encode(sentence, vocabs, index=0, layer_targets=False).layers == {}
+    longer = encode(morph[1], vocabs, index=1)
+    batch = collate([encoded, longer], labeled=True)
+    assert batch.layers["xpos"].shape == batch.words.shape
+    assert batch.layers["xpos"][0, len(sentence) + 1:].eq(-1).all()  # padding
+    assert collate([encoded, longer], labeled=False).layers is None
+    assert batch.without_annotation().layers is None
+    assert batch.to("cpu").layers["lemma"].equal(batch.layers["lemma"])
+
+
+def test_the_loss_is_the_cross_entropy_of_the_kept_classes():
+    torch.manual_seed(0)
+    scores = torch.randn(2, 4, 7)
+    gold = torch.tensor([[-1, 3, UNK, 6], [-1, 4, -1, -1]])
+    kept = gold >= 3
+    expected = torch.nn.functional.cross_entropy(scores[kept], gold[kept])
+    torch.testing.assert_close(XposLayer().loss(scores, gold), expected)
+    assert XposLayer().predict(scores).min() >= 3  # never PAD, UNK or ROOT
+
+
+def test_a_lemma_script_that_cannot_apply_gives_the_form():
+    lemma = LemmaLayer()
+    script = lemma.target("walking", "walk")  # drops four letters
+    assert lemma.value("walking", script) == "walk"
+    assert lemma.value("go", script) == "go"  # too short: the form itself
+
+
+def test_vocabulary_state_round_trips_and_a_state_from_before_layers_loads(morph):
+    vocabs = Vocabularies.build(morph, min_freq=1, layers=[XposLayer(), FeatsLayer(), LemmaLayer()])
+    state = vocabs.state_dict()
+    assert Vocabularies.from_state_dict(state) == vocabs
+    assert Vocabularies.from_state_dict(state).layers["feats"] == vocabs.layers["feats"]
+    old = {name: value for name, value in state.items() if name != "layers"}
+    restored = Vocabularies.from_state_dict(old)
+    assert restored.layers == {} and restored.words == vocabs.words
+    # a model without layers writes the state it wrote before layers existed
+    plain = Vocabularies.build(morph, min_freq=1)
+    assert "layers" not in plain.state_dict()
+
+
+def _with_column(sentence, column, values):
+    from dataclasses import replace
+
+    from parser.data.conllu_io import COLUMNS
+    index = COLUMNS.index(column)
+    lines = list(sentence.lines)
+    for row, value in zip(sentence.word_rows, values):
+        cols = lines[row].split("\t")
+        cols[index] = value
+        lines[row] = "\t".join(cols)
+    return replace(sentence, lines=lines, heads=[0] + [1] * (len(sentence) - 1),
+                   deprels=["root"] + ["dep"] * (len(sentence) - 1))
+
+
+def _vocabs(sentences, **layers):
+    base = Vocabularies.build(sentences, min_freq=1)
+    return Vocabularies(base.words, base.chars, base.upos, base.rels, layers)
