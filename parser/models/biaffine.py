@@ -54,7 +54,7 @@ class BiaffineScorer(nn.Module):
         char_dim: int = 50,
         char_hidden: int = 100,
         use_upos: bool = True,
-        upos_dim: int = 50,
+        upos_dim: int = 100,
         lstm_hidden: int = 400,
         lstm_layers: int = 3,
         arc_mlp: int = 500,

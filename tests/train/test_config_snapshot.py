@@ -49,7 +49,9 @@ NEW_KEYS = ("family", "data.unlabeled_split", "data.short_max_length", "data.dev
             "model.encoder", "model.upos_input", "model.tag_loss_weight", "model.ud_rules",
             "trainer.preempt_signals", "data.unlabeled_corpus", "data.unlabeled_format",
             "data.unlabeled_tokenizer", "data.shuffle_buffer", "data.max_bad_share",
-            "data.max_sentence_words", "data.unlabeled_size")
+            "data.max_sentence_words", "data.unlabeled_size",
+            # token-level layers (issue 45): the published runs predicted no LEMMA/XPOS/FEATS
+            "model.layers", "model.layer_weights", "model.layer_max_classes")
 
 
 def migrate(overrides: list[str]) -> list[str]:

@@ -4,8 +4,8 @@ A layer says which column it reads and writes (``column``), how the classes of i
 from training data (:meth:`TokenLayer.classes`: the column's values, or for LEMMA edit scripts
 from the form), its head on the shared encoder states (:meth:`TokenLayer.head`), its loss
 (:meth:`TokenLayer.loss`), how a predicted class becomes the column's string
-(:meth:`TokenLayer.decode`) and whether its prediction feeds the parser's input
-(``feeds_parser``). The vocabularies, the batch, the model, the checkpoint, the annotator and the
+(:meth:`TokenLayer.decode`). (No layer's prediction feeds the parser's input yet: the joint UPOS
+head is the one that does, outside this package; docs/layout.md says why.) The vocabularies, the batch, the model, the checkpoint, the annotator and the
 writers iterate over the layers a model has (those whose classes its vocabularies hold,
 ``Vocabularies.layers``); none of them names a column.
 
@@ -68,7 +68,6 @@ class TokenLayer:
 
     name: ClassVar[str] = ""
     column: ClassVar[str] = ""
-    feeds_parser: ClassVar[bool] = False
     # '_' is a value of the column, not a gap (FEATS: a word without features), once training
     # has any other value in it; otherwise '_' is unannotated, as XPOS and LEMMA have it.
     underscore_is_value: ClassVar[bool] = False
