@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from parser import Pipeline
 from parser.cli.predict import main as predict_main
 from parser.inference import load_parser
 from tests.layers.helpers import FIXTURES
@@ -47,3 +48,9 @@ def test_by_default_only_the_columns_it_does_not_predict_change(tmp_path, name):
         assert [c for i, c in enumerate(new_cols) if i not in CLEARED] == [
             c for i, c in enumerate(old_cols) if i not in CLEARED]
         assert [new_cols[i] for i in CLEARED] == ["_", "_", "_"]
+
+
+def test_a_pipeline_file_from_before_layers_parses_raw_text_as_before(tmp_path):
+    out = tmp_path / "raw.conllu"
+    Pipeline.load(OLD / "tiny.pipeline").parse_file(OLD / "raw.txt", out, format="raw")
+    assert out.read_text(encoding="utf-8") == (OLD / "raw.conllu").read_text(encoding="utf-8")
