@@ -9,6 +9,7 @@ import logging
 import conllu
 import torch
 
+from parser import Pipeline
 from parser.cli.evaluate import main as evaluate_main
 from parser.cli.predict import main as predict_main
 from parser.data.conllu_io import read_conllu
@@ -181,3 +182,11 @@ def test_the_reports_name_every_official_metric(layered_checkpoint, morph_files,
     printed = capsys.readouterr().out
     for metric in ("UPOS", "XPOS", "UFeats", "AllTags", "Lemmas", "UAS", "LAS", "CLAS", "MLAS", "BLEX"):
         assert f"{metric} " in printed
+
+
+def test_raw_text_through_a_pipeline_fills_the_columns(layered_checkpoint):
+    tokenizer = Pipeline.load(FIXTURES / "pre_layers" / "tiny.pipeline").tokenizer
+    nlp = Pipeline(parser=load_parser(layered_checkpoint), tokenizer=tokenizer)
+    [sentence, *_] = nlp.parse("The dog barked loudly.")
+    words = [t for t in sentence if isinstance(t["id"], int)]
+    assert all(t["lemma"] not in (None, "_") and t["xpos"] not in (None, "_") for t in words)
