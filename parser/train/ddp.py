@@ -29,9 +29,9 @@ class _EdgeScoreTensors(nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, batch) -> tuple[Tensor, Tensor | None, Tensor | None]:
+    def forward(self, batch) -> tuple[Tensor, Tensor | None, Tensor | None, dict[str, Tensor]]:
         scores = self.model.scorer(batch)
-        return scores.arcs, scores.labels, scores.tags
+        return scores.arcs, scores.labels, scores.tags, dict(scores.layers)
 
 
 class DistributedParser:
@@ -47,8 +47,9 @@ class DistributedParser:
         )
 
     def __call__(self, batch) -> ParserOutput:
-        arcs, labels, tags = self.ddp(batch)
-        return self.model.output(EdgeScores(arcs, labels, tags), batch)  # tags: the tag loss too
+        arcs, labels, tags, layers = self.ddp(batch)
+        # every field: the tag and layer heads' losses are computed from them
+        return self.model.output(EdgeScores(arcs, labels, tags, layers), batch)
 
 
 class DistributedObjective:

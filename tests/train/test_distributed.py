@@ -22,6 +22,7 @@ from parser.config import ModelConfig
 from parser.constraints import load_constraints
 from parser.data.batching import BucketBatcher, encode_all
 from parser.data.conllu_io import read_conllu
+from parser.data.layers import LemmaLayer
 from parser.data.streams import strip_annotation
 from parser.data.vocab import Vocabularies
 from parser.models.parser_model import build_parser
@@ -43,11 +44,11 @@ DROPOUT = ("model.dropout=0.3", "model.word_dropout=0.2")
 
 def _setup(rank: int, world: int):
     sentences = read_conllu(FIXTURES / "tiny-train.conllu").sentences
-    vocabs = Vocabularies.build(sentences, min_freq=1)
+    vocabs = Vocabularies.build(sentences, min_freq=1, layers=[LemmaLayer()])  # a layer's loss too
     labeled = encode_all(sentences[:14], vocabs)
     unlabeled = encode_all(strip_annotation(sentences[14:]), vocabs)
     torch.manual_seed(0)
-    model = build_parser(ModelConfig(**SMALL_MODEL), vocabs.sizes())
+    model = build_parser(ModelConfig(**SMALL_MODEL), vocabs.sizes(), layer_sizes=vocabs.layer_sizes())
     objective = build_objective(TERMS, constraints=load_constraints("ud_universal", vocabs.upos.tokens))
     batchers = {
         kind: BucketBatcher(part, tokens_per_batch=50, shuffle=True, seed=3, labeled=kind == "labeled",
@@ -182,7 +183,7 @@ def test_two_ranks_give_the_one_process_gradients_and_logs(two_ranks):
         kinds.update(k.split("/")[0] for k in want)
         for key in want:
             assert got[key] == pytest.approx(want[key], rel=1e-5, abs=1e-7), key
-    assert {"likelihood", "entropy", "ge", "total"} <= kinds
+    assert {"likelihood", "entropy", "ge", "total", "lemma"} <= kinds
 
 
 def test_collectives_agree_across_ranks(two_ranks):
