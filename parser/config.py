@@ -172,6 +172,11 @@ class DataConfig:
     # UPOS of the unlabeled part too (the "predicted tags" setting on a treebank with gold tags).
     tagger: str | None = None
     retag_unlabeled: bool = False
+    # The training file may hold partial trees (docs/annotation.md): HEAD '_' is an unannotated
+    # word (-1: the likelihood sums over its heads), DEPREL '_' under a given HEAD an unannotated
+    # relation, and in a parser-select annotation file only the '# selected_words' are annotation.
+    # Sentences with no head at all become unlabeled text. False: every HEAD must be given.
+    partial_trees: bool = False
 
 
 @dataclass

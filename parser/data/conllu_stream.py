@@ -30,14 +30,16 @@ T = TypeVar("T")
 
 def stream_conllu(path: str | os.PathLike, *, on_invalid: Literal["raise", "skip"] = "raise",
                   require_trees: bool = True, single_root: bool = True,
-                  report: bool = True, check_heads: bool = True) -> Iterator[Sentence]:
+                  report: bool = True, check_heads: bool = True,
+                  skipped: list[ConlluError] | None = None) -> Iterator[Sentence]:
     """The sentences of a CoNLL-U file, in order. ``on_invalid="skip"`` skips malformed ones
-    (counted and, when ``report``, logged at the end, as ``read_conllu`` does).
+    (counted and, when ``report``, logged at the end, as ``read_conllu`` does; ``skipped``: a
+    list their errors are appended to as they are met, for a caller that bounds them).
     ``check_heads=False`` accepts heads that form no tree (:func:`parser.data.validate.parse_rows`)."""
     if on_invalid not in ("raise", "skip"):
         raise ValueError(f"on_invalid must be 'raise' or 'skip', got {on_invalid!r}")
     name = str(path)
-    skipped: list[ConlluError] = []
+    skipped = [] if skipped is None else skipped
     count = 0
     for sentence in parse_sentences(blocks(_lines(name, final_blank_line=True)), name,
                                     on_invalid=on_invalid, require_trees=require_trees,

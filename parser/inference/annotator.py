@@ -38,6 +38,7 @@ from parser.data.conllu_stream import chunked
 from parser.data.vocab import Vocabularies
 from parser.inference.alternatives import parse_alternatives
 from parser.inference.columns import KEEP_COLUMNS
+from parser.inference.confidence import SentenceConfidence
 from parser.inference.fixed_arcs import ArcConstraints, given_heads
 from parser.inference.loading import load_decoder
 from parser.inference.parse import parse, prediction_blocks, tag_input, unknown_words
@@ -84,13 +85,17 @@ class Annotated:
     read with ``# parse_error`` (fixed arcs that admit no tree, over ``max_words``, a failed
     parse); ``unknown``: words the model reads as UNK; ``scores``: ``AttachmentMetric`` scores
     of the best trees when asked for (``score=True``), every sentence had gold heads and none
-    failed, else None."""
+    failed, else None; ``confidence``: with ``confidence`` and best trees (no k-best, samples or
+    fixed arcs), per input sentence the tree CRF's
+    :class:`~parser.inference.confidence.SentenceConfidence` of the tree written (None for a
+    failed sentence), else None: what :mod:`parser.inference.selection` ranks by."""
 
     blocks: list[str]
     sentences: int
     failed: int = 0
     unknown: int = 0
     scores: dict | None = None
+    confidence: list[SentenceConfidence | None] | None = None
 
     def token_lists(self) -> list[conllu.TokenList]:
         """The blocks as ``conllu.TokenList`` objects (the Python API's result type)."""
@@ -168,14 +173,18 @@ class Annotator:
         unknown = unknown_words(chunk, self.vocabs)[0]
         if constraints is None and self.keep_heads == "given":
             constraints = [given_heads(sentence) for sentence in chunk]
-        blocks, failed, scores = self._isolated(chunk, position=position, constraints=constraints)
-        return Annotated(blocks, len(chunk), failed=failed, unknown=unknown, scores=scores)
+        blocks, failed, scores, sure = self._isolated(chunk, position=position,
+                                                      constraints=constraints)
+        structured = self.confidence and not self.alternatives and constraints is None
+        return Annotated(blocks, len(chunk), failed=failed, unknown=unknown, scores=scores,
+                         confidence=sure if structured else None)
 
     def _isolated(self, chunk: list[Sentence], *, position: int,
                   constraints: Sequence[ArcConstraints | None] | None,
-                  ) -> tuple[list[str], int, dict | None]:
-        """``(blocks, sentences failed, scores)`` of ``chunk`` parsed as one unless it holds an
-        over-long sentence or its parse fails: then each half alone (scores None)."""
+                  ) -> tuple[list[str], int, dict | None, list[SentenceConfidence | None]]:
+        """``(blocks, sentences failed, scores, confidence per sentence)`` of ``chunk`` parsed as
+        one unless it holds an over-long sentence or its parse fails: then each half alone
+        (scores None)."""
         long = [len(sentence) > self.max_words for sentence in chunk]
         if len(chunk) == 1 and long[0]:
             return self._failed(chunk[0], position, f"{len(chunk[0])} words, more than "
@@ -193,30 +202,32 @@ class Annotator:
             chunk[start:end], position=position + start,
             constraints=None if constraints is None else constraints[start:end])
             for start, end in ((0, half), (half, len(chunk))))
-        return first[0] + second[0], first[1] + second[1], None
+        return first[0] + second[0], first[1] + second[1], None, first[3] + second[3]
 
-    def _failed(self, sentence: Sentence, position: int, reason: str) -> tuple[list[str], int, None]:
+    def _failed(self, sentence: Sentence, position: int, reason: str,
+                ) -> tuple[list[str], int, None, list[None]]:
         log.warning("%s: sentence %s (line %d) not parsed: %s", self.name,
                     sentence.sent_id or position + 1, sentence.line, reason)
-        return [error_block(sentence, reason)], 1, None
+        return [error_block(sentence, reason)], 1, None, [None]
 
     def _parse(self, chunk: list[Sentence], *, position: int,
                constraints: Sequence[ArcConstraints | None] | None,
-               ) -> tuple[list[str], int, dict | None]:
-        """``(blocks, sentences refused by their constraints, scores)`` of one chunk, batched."""
+               ) -> tuple[list[str], int, dict | None, list[SentenceConfidence | None]]:
+        """``(blocks, sentences refused by their constraints, scores, confidence)`` of one chunk,
+        batched."""
         words, upos = chunk, None
         if self.tagger is not None:
             words, upos = tag_input(chunk, self.tagger, retag=self.retag,
                                     tokens_per_batch=self.tokens_per_batch)
         if self.alternatives or constraints is not None:
             blocks, refused = self._trees(chunk, words, upos, position=position, constraints=constraints)
-            return blocks, refused, None
+            return blocks, refused, None, [None] * len(chunk)
         predictions = parse(self.model, words, self.vocabs, tokens_per_batch=self.tokens_per_batch,
                             cells_per_batch=CELLS_PER_TOKEN * self.tokens_per_batch,
                             device=self.device, score=self.score, confidence=self.confidence)
         blocks = prediction_blocks(chunk, predictions, upos=upos, keep_deps=self.keep_deps,
                                    keep_columns=self.keep_columns)
-        return blocks, 0, predictions.scores
+        return blocks, 0, predictions.scores, predictions.confidence or [None] * len(chunk)
 
     def _trees(self, chunk: list[Sentence], words: list[Sentence], upos, *, position: int,
                constraints: Sequence[ArcConstraints | None] | None) -> tuple[list[str], int]:

@@ -29,6 +29,7 @@ from parser.constraints.spec import UPOS_TAGS
 from parser.data.batching import BucketBatcher, EncodedSentence
 from parser.data.conllu_io import Sentence, Treebank, read_conllu, read_tokenized
 from parser.data.layers import TokenLayer
+from parser.data.partial_trees import has_heads, read_partial_trees, refuse_selection_file
 from parser.data.paths import SPLITS, resolve_ud_root, treebank_file
 from parser.data.streams import TrainingStream, split_labeled, strip_annotation, unlabeled_subset
 from parser.data.treebanks import MIN_CARVED_DEV, TreebankInfo, carved_dev_size, read_treebank_info
@@ -117,6 +118,10 @@ def read_split(cfg: DataConfig, split: str, *, require_trees: bool = True) -> Tr
     if path is None:
         return None
     on_invalid = "raise" if OnInvalid(cfg.on_invalid) is OnInvalid.error else "skip"
+    if split == "train" and cfg.partial_trees:  # HEAD '_' and annotation files (docs/annotation.md)
+        return read_partial_trees(path, on_invalid=on_invalid)
+    if split == "train":
+        refuse_selection_file(path, option="data.train_file")
     treebank = read_conllu(path, on_invalid=on_invalid, require_trees=require_trees)
     if treebank.n_skipped:
         log.warning("%s: %d malformed sentence(s) skipped", path, treebank.n_skipped)
@@ -222,6 +227,9 @@ def load_training_data(
     if projective_trees:
         labeled = projective_only(labeled)
     unlabeled = strip_annotation([sentences[i] for i in unlabeled_ids])
+    if cfg.partial_trees:  # a sentence whose words all lack a head is text: unlabeled
+        unlabeled += strip_annotation([s for s in labeled if not has_heads(s)])
+        labeled = [s for s in labeled if has_heads(s)]
     if cfg.unlabeled_file:
         on_invalid = "raise" if OnInvalid(cfg.on_invalid) is OnInvalid.error else "skip"
         unlabeled += read_unlabeled(cfg.unlabeled_file, on_invalid=on_invalid)
