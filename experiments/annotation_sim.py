@@ -1,0 +1,701 @@
+"""Issue 46's simulation, "what to annotate next": rounds of active learning with the gold
+treebank as the annotator, four arms, learning curves of test LAS against annotated words.
+
+    OMP_NUM_THREADS=1 nice -n 10 python experiments/annotation_sim.py --root data/ud-release \\
+        --out $RUNS/annotation_sim --treebanks en_ewt af_afribooms hu_szeged --seeds 1 2 3 --jobs 2
+
+Per treebank and seed: ``--seed-trees`` random trees of the training file are the seed, the rest
+of it is the pool (its trees are the oracle; ``parser-select`` ignores them). Round 0 trains on
+the seed alone; each round r = 1..``--rounds`` of an arm selects ``--budget`` words from the
+remaining pool with the previous round's model, plays the annotator from gold
+(:func:`parser.data.partial_trees.fill_selected`) and trains on the seed plus everything
+annotated so far (``data.partial_trees=true``). Arms (``--arms``):
+
+- ``random``: random whole sentences (``strategy=random``, a word budget);
+- ``entropy``: whole sentences by tree entropy per word (``strategy=entropy``);
+- ``words``: single words by the marginal of their pre-filled head (``strategy=words``, at most
+  ``--cap`` words of a sentence): partial annotation;
+- ``words_selftrain``: ``words``, and each round trained as docs/annotation.md says: a likelihood
+  teacher on the arm's annotation, then ``objective=confident_arcs`` with the remaining pool as
+  ``data.unlabeled_file`` (round 0 too: its first selection is the student's).
+
+Choices:
+
+- **No warm start.** The trainer has no option to initialise weights from a checkpoint
+  (``trainer.resume`` restores a run's whole state: its step, optimiser, schedule, early-stopping
+  counters and data-stream position), so every round trains from scratch on the arm's
+  accumulated annotation. Only the selection depends on the previous round's model.
+- **Trees only.** The release recipe's parser sizes (``experiment=release_cpu``) with gold UPOS
+  input and no tag or layer heads (``model.upos_input=gold model.tag_loss_weight=0
+  model.layers=[]``): the pool's words come with gold tags and lemmas, and a tagger trained on
+  every word of a touched sentence would give the word arms several times the sentence arms' tag
+  supervision; the arms then differ only in the trees annotated.
+- **A sentence is one unit of the pool.** Annotation accumulates per pool sentence (the union of
+  the words asked for in every round: one training sentence, however often it was touched); a
+  sentence leaves the pool once every word of it is annotated (sentence arms: once selected).
+  The word arms may ask again for a word annotated before; ``annotated words`` counts distinct
+  words with a gold head in the training file, seed trees included, so a wasted ask costs the
+  arm. ``parser-select max_words=120`` (the recipe's training length cap).
+- **Steps.** Each training run has ``--steps`` steps (dev every eighth, the recipe's patience;
+  confident arcs warm up over a quarter of them). Estimate, not a measurement: a step of 3,000
+  words of the recipe's parser takes about 1 to 1.5 s on one quiet core (ewt_accuracy.md measured
+  3.7 s per step of the same sizes at load average 3-14), so the default 400 steps, the dev and
+  test evaluations and the start-up take about 10 minutes; a self-training student about 2.5
+  times that (an unlabeled batch beside each labeled one, and the teacher's marginals), a
+  selection about 1-2 minutes on the EWT pool (200,000 words at about 5,000 words/s with
+  confidence, predict_speed.md), seconds on a small treebank.
+- **Estimated cost of the default** (4 rounds, 3 seeds, 3 treebanks, 4 arms): per treebank and
+  seed 18 likelihood runs, 5 students and 16 selections, about 5.5 core-hours; about 50
+  core-hours in all, 25 hours with ``--jobs 2`` on the 2-core machine. Without
+  ``words_selftrain`` (the issue's claim is about ``words`` against ``random``): about 21
+  core-hours. The report writes what the finished steps cost, measured.
+
+Each step writes ``<step>.done.json`` (with its wall seconds) when it finishes; a rerun skips
+finished steps, and a killed training run goes on from its last checkpoint
+(``trainer.resume=last``), so the command goes on after a kill. A failed subprocess stops the
+driver (the running ones finish their step first), naming its log. ``--dry-run`` prints the steps
+still to run and runs nothing. When every step is done: ``<out>/annotation_sim.md`` (per
+treebank: mean test LAS over seeds per arm and round, with the annotated words; the words each arm
+needs to reach the random arm's final LAS, interpolated linearly between rounds; the paired
+bootstrap of each arm against ``random`` at equal budget, seeds pooled per sentence),
+``annotation_sim.png`` and ``annotation_sim.json``; ``--report`` writes them from the finished
+runs alone. ``--extra`` overrides go to every training run, after the driver's (a smoke test:
+``--steps 2 --extra model.lstm_hidden=16``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from parser.data.conllu_io import Sentence
+from parser.data.conllu_stream import stream_conllu
+from parser.data.partial_trees import (
+    DEPREL,
+    HEAD,
+    POOL_POSITION,
+    SELECTED_WORDS,
+    comment,
+    edit_words,
+    fill_selected,
+    selected_words,
+)
+from parser.data.treebanks import read_treebank_info
+from parser.eval.significance import compare_runs
+from parser.runtime.io_atomic import atomic_write
+
+REPO = Path(__file__).resolve().parents[1]
+
+ARMS = {  # the parser-select options of each arm (the budget, cap and seed are added per round)
+    "random": ["strategy=random", "unit=words"],
+    "entropy": ["strategy=entropy", "unit=words"],
+    "words": ["strategy=words", "unit=words"],
+    "words_selftrain": ["strategy=words", "unit=words"],
+}
+CAPPED = ("words", "words_selftrain")
+SELF_TRAINED = ("words_selftrain",)
+MODEL = ["experiment=release_cpu", "model.upos_input=gold", "model.tag_loss_weight=0",
+         "model.layers=[]"]
+MAX_WORDS = 120  # release_cpu's data.max_length: a longer sentence would be annotated, not trained
+DEPS = 8
+# Options that change what a finished step means: a rerun with other values is refused.
+FIXED = ("budget", "seed_trees", "cap", "steps", "pool_sentences", "extra")
+
+
+@dataclass(frozen=True)
+class Settings:
+    root: Path
+    out: Path
+    rounds: int
+    budget: int
+    seed_trees: int
+    cap: int
+    steps: int
+    pool_sentences: int | None
+    extra: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One unit of work: ``show`` is what ``--dry-run`` prints, ``work`` does it and returns what
+    ``done`` records (beside its seconds)."""
+
+    name: str
+    done: Path
+    show: str
+    work: Callable[[], dict]
+
+
+class StepFailed(RuntimeError):
+    pass
+
+
+# -- the data of a round -----------------------------------------------------------------------
+
+
+def prepare(train: Path, base: Path, *, seed: int, seed_trees: int,
+            pool_sentences: int | None) -> dict:
+    """``base/seed.conllu``: ``seed_trees`` random trees of ``train``; ``base/pool.conllu``: the
+    rest (a random ``pool_sentences`` of it, in file order, when given)."""
+    sentences = list(stream_conllu(train, on_invalid="skip"))
+    if len(sentences) <= seed_trees:
+        raise ValueError(f"{train}: {len(sentences)} sentences, not more than --seed-trees "
+                         f"{seed_trees}: nothing left for the pool")
+    rng = random.Random(seed)
+    chosen = set(rng.sample(range(len(sentences)), seed_trees))
+    rest = [i for i in range(len(sentences)) if i not in chosen]
+    if pool_sentences is not None and pool_sentences < len(rest):
+        rest = sorted(rng.sample(rest, pool_sentences))
+    base.mkdir(parents=True, exist_ok=True)
+    _write_blocks(base / "seed.conllu", [sentences[i] for i in sorted(chosen)])
+    _write_blocks(base / "pool.conllu", [sentences[i] for i in rest])
+    _write_ids(base / "pool.conllu", list(range(len(rest))))
+    return {"seed_trees": seed_trees, "seed_words": sum(len(sentences[i]) for i in chosen),
+            "pool_sentences": len(rest), "pool_words": sum(len(sentences[i]) for i in rest)}
+
+
+def merge_filled(annotation: dict[int, set[int]], filled: Path, ids: list[int]) -> tuple[int, int]:
+    """Add the words of the annotator's file ``filled`` (those of ``# selected_words``, or every
+    word, that have a head) to ``annotation`` (pool-0 sentence index -> word ids), the file's
+    ``# pool_position`` read through ``ids`` (pool-0 index of each position of the round's pool);
+    returns ``(words filled, words new)``."""
+    filled_words = new = 0
+    if not filled.is_file() or not filled.read_text(encoding="utf-8").strip():
+        return 0, 0
+    for sentence in stream_conllu(filled, require_trees=False, check_heads=False):
+        position = int(comment(sentence, POOL_POSITION) or 0)
+        if not 1 <= position <= len(ids):
+            raise ValueError(f"{filled}:{sentence.line}: pool position {position} is not one of "
+                             f"the round's pool (1..{len(ids)})")
+        asked = selected_words(sentence) or range(1, len(sentence) + 1)
+        got = {word for word in asked if sentence.heads[word - 1] >= 0}
+        words = annotation.setdefault(ids[position - 1], set())
+        filled_words, new = filled_words + len(got), new + len(got - words)
+        words |= got
+    return filled_words, new
+
+
+def partial_block(sentence: Sentence, words: set[int]) -> str:
+    """``sentence`` (a gold tree) as a training block with only ``words`` annotated: the other
+    words' HEAD and DEPREL ``_`` and ``# selected_words``; DEPS ``_`` (it names heads); a
+    complete set of words keeps the sentence as it is."""
+    if len(words) == len(sentence):
+        return "\n".join(sentence.lines) + "\n\n"
+    values = {word: ({DEPS: "_"} if word in words else {HEAD: "_", DEPREL: "_", DEPS: "_"})
+              for word in range(1, len(sentence) + 1)}
+    lines = edit_words(sentence.lines, values)
+    first = next(i for i, line in enumerate(lines) if not line.startswith("#"))
+    chosen = ",".join(map(str, sorted(words)))
+    return "\n".join([*lines[:first], f"# {SELECTED_WORDS} = {chosen}", *lines[first:]]) + "\n\n"
+
+
+def write_round_files(base: Path, annotation: dict[int, set[int]], folder: Path) -> dict:
+    """``folder/train.conllu`` (the seed trees, then each annotated pool sentence once) and
+    ``folder/pool.conllu`` (the pool-0 sentences not annotated whole, with their ids)."""
+    seed_text = (base / "seed.conllu").read_text(encoding="utf-8")
+    remaining, pool_words = [], 0
+    with atomic_write(folder / "train.conllu") as train, \
+            atomic_write(folder / "pool.conllu") as pool:
+        train.write(seed_text.rstrip("\n") + "\n\n")
+        for index, sentence in enumerate(stream_conllu(base / "pool.conllu", on_invalid="skip")):
+            words = annotation.get(index)
+            if words:
+                train.write(partial_block(sentence, words))
+            if not words or len(words) < len(sentence):
+                pool.write("\n".join(sentence.lines) + "\n\n")
+                remaining.append(index)
+                pool_words += len(sentence)
+    _write_ids(folder / "pool.conllu", remaining)
+    if not remaining:
+        raise ValueError(f"{folder / 'pool.conllu'}: the pool is used up; fewer rounds or a "
+                         "smaller --budget")
+    return {"pool_sentences": len(remaining), "pool_words": pool_words}
+
+
+def annotate(folder: Path, *, base: Path, pool: Path, previous: Path | None) -> dict:
+    """Round ``folder``'s annotation: its selection filled from gold, merged with the ``previous``
+    round's annotation, the training file and the remaining pool written."""
+    filled = folder / "filled.conllu"
+    selection = folder / "select.conllu"
+    if selection.read_text(encoding="utf-8").strip():
+        fill_selected(selection, pool, filled)
+    else:
+        filled.write_text("", encoding="utf-8")
+    annotation = {} if previous is None else read_annotation(previous)
+    asked, new = merge_filled(annotation, filled, _read_ids(pool))
+    with atomic_write(folder / "annotation.json") as out:
+        json.dump({str(k): sorted(v) for k, v in sorted(annotation.items())}, out)
+    seed_words = json.loads((base / "prepare.done.json").read_text())["seed_words"]
+    return {"asked_words": asked, "new_words": new, "sentences": len(annotation),
+            "annotated_words": seed_words + sum(map(len, annotation.values())),
+            **write_round_files(base, annotation, folder)}
+
+
+def read_annotation(path: Path) -> dict[int, set[int]]:
+    return {int(k): set(v) for k, v in json.loads(path.read_text(encoding="utf-8")).items()}
+
+
+def _write_blocks(path: Path, sentences: list[Sentence]) -> None:
+    with atomic_write(path) as out:
+        out.writelines("\n".join(s.lines) + "\n\n" for s in sentences)
+
+
+def _write_ids(pool: Path, ids: list[int]) -> None:
+    pool.with_suffix(".ids.json").write_text(json.dumps(ids), encoding="utf-8")
+
+
+def _read_ids(pool: Path) -> list[int]:
+    return json.loads(pool.with_suffix(".ids.json").read_text(encoding="utf-8"))
+
+
+# -- the steps ---------------------------------------------------------------------------------
+
+
+def command_step(name: str, folder: Path, kind: str, argv: list[str], *,
+                 run_dir: Path | None = None) -> Step:
+    """A subprocess step (``python -m <argv>``) logged to ``folder/<kind>.log``; a training run
+    (``run_dir``) that finished before is not run again, one killed resumes (``resume=last``)."""
+
+    def work() -> dict:
+        command = list(argv)
+        if run_dir is not None:
+            if (run_dir / "test.pred.metrics.json").is_file():
+                return {"command": argv, "reused": True}
+            if list((run_dir / "checkpoints").glob("step-*.pt")):
+                command.append("trainer.resume=last")
+        folder.mkdir(parents=True, exist_ok=True)
+        log_path = folder / f"{kind}.log"
+        print("$ python -m", " ".join(command), flush=True)
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        with open(log_path, "a", encoding="utf-8") as log:
+            done = subprocess.run([sys.executable, "-m", *command], check=False, stdout=log,
+                                  stderr=subprocess.STDOUT, cwd=REPO, env=env)
+        if done.returncode != 0:
+            raise StepFailed(f"{name}: {command[0]} failed with exit status {done.returncode}; "
+                             f"its log: {log_path} (run the command again to resume)")
+        return {"command": command}
+
+    return Step(name, folder / f"{kind}.done.json", "$ python -m " + " ".join(argv), work)
+
+
+def train_overrides(code: str, s: Settings, *, seed: int, train_file: Path, run_dir: Path,
+                    more: tuple[str, ...] = ()) -> list[str]:
+    """A ``parser-train`` run's module and overrides: the recipe's parser, the round's data,
+    ``more`` (the arm's), then ``--extra``."""
+    return ["parser.cli.train", *MODEL, f"data.root={s.root}", f"data.treebank={code}",
+            f"data.train_file={train_file}", "data.partial_trees=true", f"trainer.seed={seed}",
+            "trainer.num_threads=1", f"trainer.max_steps={s.steps}",
+            f"trainer.eval_every={max(s.steps // 8, 1)}", "trainer.keep_last=1",
+            "trainer.progress=false", *more, *s.extra, f"hydra.run.dir={run_dir}"]
+
+
+def train_steps(name: str, folder: Path, code: str, s: Settings, *, seed: int, train_file: Path,
+                unlabeled: Path | None) -> list[Step]:
+    """A likelihood run in ``folder/run``; with ``unlabeled``, a teacher in ``folder/teacher``
+    and the confident-arc student in ``folder/run``."""
+    if unlabeled is None:
+        return [command_step(f"{name}/train", folder, "train", train_overrides(
+            code, s, seed=seed, train_file=train_file, run_dir=folder / "run"),
+            run_dir=folder / "run")]
+    teacher, best = folder / "teacher", folder / "teacher" / "checkpoints" / "best.pt"
+    data = (f"data.unlabeled_file={unlabeled}",)
+    student = (*data, "objective=confident_arcs",
+               f"objective.terms.confident_arcs.checkpoint={best}",
+               f"objective.terms.confident_arcs.warmup={s.steps // 4}")
+    return [
+        command_step(f"{name}/teacher", folder, "teacher", train_overrides(
+            code, s, seed=seed, train_file=train_file, run_dir=teacher,
+            more=(*data, "objective=likelihood")), run_dir=teacher),
+        command_step(f"{name}/train", folder, "train", train_overrides(
+            code, s, seed=seed, train_file=train_file, run_dir=folder / "run", more=student),
+            run_dir=folder / "run"),
+    ]
+
+
+def select_step(name: str, folder: Path, arm: str, s: Settings, *, model: Path, pool: Path,
+                seed: int, round_: int) -> Step:
+    argv = ["parser.cli.select", f"checkpoint={model / 'checkpoints' / 'best.pt'}", f"pool={pool}",
+            f"output={folder / 'select.conllu'}", *ARMS[arm], f"budget={s.budget}",
+            f"max_words={MAX_WORDS}"]
+    if arm in CAPPED:
+        argv.append(f"cap={s.cap}")
+    if arm == "random":
+        argv.append(f"seed={seed * 1000 + round_}")
+    return command_step(f"{name}/select", folder, "select", argv)
+
+
+def chain(code: str, train: Path, seed: int, arm: str, s: Settings) -> list[Step]:
+    """Every step of ``arm``'s rounds on ``code`` with ``seed``, in order (the seed split and,
+    for the likelihood arms, round 0 are shared: the same names)."""
+    base = s.out / code / f"s{seed}"
+    steps = [Step(f"{code}/s{seed}/prepare", base / "prepare.done.json",
+                  f"# prepare: {s.seed_trees} seed trees of {train} (seed {seed}) -> "
+                  f"{base / 'seed.conllu'}, the rest -> {base / 'pool.conllu'}",
+                  lambda: prepare(train, base, seed=seed, seed_trees=s.seed_trees,
+                                  pool_sentences=s.pool_sentences))]
+    pool, previous = base / "pool.conllu", None
+    first = base / arm / "r0" if arm in SELF_TRAINED else base / "r0"
+    steps += train_steps(f"{code}/s{seed}/{first.relative_to(base)}", first, code, s, seed=seed,
+                         train_file=base / "seed.conllu",
+                         unlabeled=pool if arm in SELF_TRAINED else None)
+    model = first / "run"
+    for round_ in range(1, s.rounds + 1):
+        folder = base / arm / f"r{round_}"
+        name = f"{code}/s{seed}/{arm}/r{round_}"
+        steps.append(select_step(name, folder, arm, s, model=model, pool=pool, seed=seed,
+                                 round_=round_))
+        steps.append(Step(f"{name}/annotate", folder / "annotate.done.json",
+                          f"# fill_selected({folder / 'select.conllu'}, {pool}) -> "
+                          f"{folder / 'train.conllu'}, {folder / 'pool.conllu'}",
+                          _annotate_work(folder, base=base, pool=pool, previous=previous)))
+        steps += train_steps(name, folder, code, s, seed=seed, train_file=folder / "train.conllu",
+                             unlabeled=folder / "pool.conllu" if arm in SELF_TRAINED else None)
+        pool, previous, model = folder / "pool.conllu", folder / "annotation.json", folder / "run"
+    return steps
+
+
+def _annotate_work(folder: Path, *, base: Path, pool: Path, previous: Path | None):
+    return lambda: annotate(folder, base=base, pool=pool, previous=previous)
+
+
+def plan(s: Settings, treebanks: list[tuple[str, Path]], seeds: list[int],
+         arms: list[str]) -> list[list[Step]]:
+    """One chain per arm, treebank and seed, seeds first (parallel chains start on different
+    seeds' shared steps)."""
+    return [chain(code, train, seed, arm, s) for arm in arms for code, train in treebanks
+            for seed in seeds]
+
+
+def execute(step: Step) -> None:
+    if step.done.is_file():
+        return
+    started = time.monotonic()
+    record = step.work()
+    record["seconds"] = round(time.monotonic() - started, 1)
+    step.done.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_write(step.done) as out:
+        json.dump(record, out, indent=1)
+
+
+def run_chains(chains: list[list[Step]], *, jobs: int) -> None:
+    """Each chain's steps in order, ``jobs`` chains at a time; a step shared by chains runs once
+    (the others wait for it). The first failure stops every chain at its next step."""
+    locks = {step.name: threading.Lock() for steps in chains for step in steps}
+    failed = threading.Event()
+
+    def work(steps: list[Step]) -> None:
+        for step in steps:
+            with locks[step.name]:
+                if failed.is_set():  # checked once the lock is held: a shared step may have failed
+                    return
+                execute(step)
+
+    errors: list[BaseException] = []
+    with ThreadPoolExecutor(max_workers=jobs) as workers:
+        for future in as_completed([workers.submit(work, steps) for steps in chains]):
+            if future.exception() is not None:
+                failed.set()
+                errors.append(future.exception())
+    if errors:
+        raise errors[0]
+
+
+def pending(chains: list[list[Step]]) -> list[Step]:
+    """The steps not done, each once, in chain order."""
+    seen, todo = set(), []
+    for steps in chains:
+        for step in steps:
+            if step.name not in seen and not step.done.is_file():
+                seen.add(step.name)
+                todo.append(step)
+    return todo
+
+
+def check_settings(s: Settings, *, write: bool) -> None:
+    """Refuse to go on in ``s.out`` with other values of :data:`FIXED` than its first run's."""
+    path = s.out / "settings.json"
+    mine = {key: value for key, value in asdict(s).items() if key in FIXED}
+    mine["extra"] = list(mine["extra"])
+    if path.is_file():
+        before = json.loads(path.read_text(encoding="utf-8"))
+        differ = [f"--{k.replace('_', '-')} {before.get(k)} (now {v})" for k, v in mine.items()
+                  if before.get(k) != v]
+        if differ:
+            raise SystemExit(f"{s.out} was run with {', '.join(differ)}: its finished steps "
+                             "mean other things; use another --out or the same options")
+    elif write:
+        s.out.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(mine, indent=1), encoding="utf-8")
+
+
+# -- the report --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Point:
+    """A finished round: its annotated ``words`` (seed trees included) and test LAS."""
+
+    arm: str
+    seed: int
+    round: int
+    words: int
+    las: float
+    prediction: Path
+
+
+def collect(out: Path, code: str, *, seeds: list[int], arms: list[str], rounds: int) -> list[Point]:
+    """Every finished round of ``code`` (its test run scored, its annotation counted)."""
+    points = []
+    for arm in arms:
+        for seed in seeds:
+            base = out / code / f"s{seed}"
+            for round_ in range(rounds + 1):
+                folder = base / arm / f"r{round_}" if round_ or arm in SELF_TRAINED else base / "r0"
+                metrics = folder / "run" / "test.pred.metrics.json"
+                counted = folder / "annotate.done.json" if round_ else base / "prepare.done.json"
+                if not (metrics.is_file() and counted.is_file()):
+                    continue
+                count = json.loads(counted.read_text(encoding="utf-8"))
+                scores = json.loads(metrics.read_text(encoding="utf-8"))
+                points.append(Point(arm, seed, round_, count.get("annotated_words",
+                                                                 count.get("seed_words")),
+                                    float(scores["official"]["LAS"]),
+                                    folder / "run" / "test.pred.conllu"))
+    return points
+
+
+def mean_curve(points: list[Point], arm: str) -> list[tuple[int, float, float, int]]:
+    """``(round, mean words, mean LAS, seeds)`` of ``arm``, by round."""
+    rounds: dict[int, list[Point]] = {}
+    for point in points:
+        if point.arm == arm:
+            rounds.setdefault(point.round, []).append(point)
+    return [(r, sum(p.words for p in ps) / len(ps), sum(p.las for p in ps) / len(ps), len(ps))
+            for r, ps in sorted(rounds.items())]
+
+
+def words_to_reach(curve: list[tuple[float, float]], target: float) -> float | None:
+    """The annotated words at which the ``(words, LAS)`` curve first reaches ``target``, linear
+    between its points; None when it never does.
+
+    >>> words_to_reach([(100, 60.0), (200, 70.0), (300, 75.0)], 65.0)
+    150.0
+    >>> words_to_reach([(100, 60.0), (200, 70.0)], 60.0), words_to_reach([(100, 60.0)], 61.0)
+    (100, None)
+    """
+    before = None
+    for words, las in curve:
+        if las >= target:
+            if before is None:
+                return words
+            return before[0] + (target - before[1]) / (las - before[1]) * (words - before[0])
+        before = (words, las)
+    return None
+
+
+def curve_table(curves: dict[str, list[tuple[int, float, float, int]]], *, seeds: int) -> str:
+    """Markdown: one row per arm, one column per round: mean test LAS (mean annotated words).
+
+    >>> print(curve_table({"random": [(0, 812.0, 61.234, 3), (1, 1790.0, 66.0, 2)]}, seeds=3))
+    | arm | round 0 | round 1 |
+    | --- | ---: | ---: |
+    | random | 61.23 (812 words) | 66.00 (1,790 words; 2 seeds) |
+    """
+    rounds = sorted({r for curve in curves.values() for r, *_ in curve})
+    lines = ["| arm | " + " | ".join(f"round {r}" for r in rounds) + " |",
+             "| --- |" + " ---: |" * len(rounds)]
+    for arm, curve in curves.items():
+        cells = {r: f"{las:.2f} ({words:,.0f} words" + (f"; {n} seeds)" if n < seeds else ")")
+                 for r, words, las, n in curve}
+        lines.append(f"| {arm} | " + " | ".join(cells.get(r, "") for r in rounds) + " |")
+    return "\n".join(lines)
+
+
+def reach_rows(curves: dict[str, list[tuple[int, float, float, int]]],
+               baseline: str = "random") -> tuple[list[str], dict[str, float | None]]:
+    """Markdown rows of the words each arm needs to reach ``baseline``'s final mean LAS."""
+    if not curves.get(baseline):
+        return [], {}
+    _, base_words, target, _ = curves[baseline][-1]
+    header = (f"| arm | annotated words to reach {baseline}'s final LAS ({target:.2f}) | "
+              f"share of {baseline}'s {base_words:,.0f} words |")
+    lines = [header, "| --- | ---: | ---: |"]
+    reached = {}
+    for arm, curve in curves.items():
+        words = reached[arm] = words_to_reach([(w, las) for _, w, las, _ in curve], target)
+        lines.append(f"| {arm} | " + ("not reached | |" if words is None else
+                                      f"{words:,.0f} | {words / base_words:.2f} |"))
+    return lines, {**reached, "_target": target, "_baseline_words": base_words}
+
+
+def significance_rows(gold: Path, points: list[Point], arms: list[str], rounds: int,
+                      baseline: str = "random") -> tuple[list[str], dict]:
+    """Each arm against ``baseline`` at every round (equal budget), paired bootstrap over test
+    sentences with the seeds both finished pooled per sentence: markdown rows, and the LAS
+    :class:`~parser.eval.significance.Significance` by ``(arm, round)``."""
+    header = (f"| arm | round | seeds | words (arm / {baseline}) | LAS (arm / {baseline}) | "
+              "LAS difference [95% CI] | p (one-sided) |")
+    lines = [header, "| --- |" + " ---: |" * 6]
+    by = {(p.arm, p.round, p.seed): p for p in points}
+    results = {}
+    for arm in (a for a in arms if a != baseline):
+        for round_ in range(1, rounds + 1):
+            seeds = sorted({p.seed for p in points if (arm, round_, p.seed) in by
+                            and (baseline, round_, p.seed) in by})
+            if not seeds:
+                continue
+            mine = [by[arm, round_, s] for s in seeds]
+            theirs = [by[baseline, round_, s] for s in seeds]
+            las = results[arm, round_] = compare_runs(
+                gold, [p.prediction for p in mine], [p.prediction for p in theirs],
+                method="bootstrap", samples=10_000, seed=1)["LAS"]
+            words = [sum(p.words for p in arm_points) / len(seeds) for arm_points in (mine, theirs)]
+            lines.append(f"| {arm} | {round_} | {len(seeds)} | {words[0]:,.0f} / {words[1]:,.0f} | "
+                         f"{las.a:.2f} / {las.b:.2f} | {las.delta:+.2f} [{las.ci[0]:+.2f}, "
+                         f"{las.ci[1]:+.2f}] | {las.p_value:.4f} |")
+    return lines, results
+
+
+def claim(reached: dict, results: dict, *, rounds: int, arm: str = "words") -> str:
+    """Issue 46's claim for ``arm``: the random arm's final LAS with at most half its words, and
+    better at the final equal budget with one-sided p < 0.05."""
+    words, final = reached.get(arm), results.get((arm, rounds))
+    if "_target" not in reached or final is None:
+        return f"Claim ({arm} against random): not all rounds finished."
+    share = None if words is None else words / reached["_baseline_words"]
+    half = "not reached" if share is None else f"{share:.2f} of its words"
+    won = final.delta > 0 and final.p_value < 0.05
+    return (f"Claim ({arm} against random): reaches random's final LAS with {half} (at most half: "
+            f"{'yes' if share is not None and share <= 0.5 else 'no'}); at the final budget "
+            f"{final.delta:+.2f} LAS, p = {final.p_value:.4f} (better, p < 0.05: "
+            f"{'yes' if won else 'no'}).")
+
+
+def step_seconds(out: Path) -> dict[str, float]:
+    """Seconds of the finished steps under ``out`` by kind (each step one core)."""
+    seconds: dict[str, float] = {}
+    for done in out.rglob("*.done.json"):
+        kind = done.name.split(".")[0]
+        seconds[kind] = seconds.get(kind, 0.0) + (json.loads(done.read_text()).get("seconds") or 0)
+    return seconds
+
+
+def plot(path: Path, curves: dict[str, dict[str, list[tuple[int, float, float, int]]]],
+         points: dict[str, list[Point]]) -> None:
+    """One panel per treebank: mean test LAS against annotated words per arm, seeds as dots."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(curves), figsize=(5 * len(curves), 4), squeeze=False)
+    for ax, (code, arms) in zip(axes[0], curves.items()):
+        for index, (arm, curve) in enumerate(arms.items()):
+            color = f"C{index}"
+            ax.plot([w for _, w, _, _ in curve], [las for _, _, las, _ in curve], "o-",
+                    color=color, label=arm)
+            mine = [p for p in points[code] if p.arm == arm]
+            ax.scatter([p.words for p in mine], [p.las for p in mine], s=8, alpha=0.35, color=color)
+        if arms.get("random"):
+            ax.axhline(arms["random"][-1][2], color="grey", linestyle=":", linewidth=1)
+        ax.set(title=code, xlabel="annotated words (seed trees included)", ylabel="test LAS")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write_report(out: Path, treebanks: list[tuple[str, Path]], *, seeds: list[int],
+                 arms: list[str], rounds: int, budget: int, command: str) -> None:
+    """``annotation_sim.md``, ``.json`` and ``.png`` of the finished rounds under ``out``."""
+    seconds = step_seconds(out)
+    text = ["# Issue 46: what to annotate next, simulated", "", f"Made by: `{command}`", "",
+            f"Machine: {platform.platform()}, {os.cpu_count()} cores, one thread per step.", "",
+            f"Budget {budget:,} words per round, {rounds} round(s), seeds {seeds}; test LAS is the "
+            "official CoNLL 2018 LAS of each round's best checkpoint; annotated words are the "
+            "words with a gold head in the round's training file, seed trees included; means "
+            "over seeds. Finished steps took "
+            + ", ".join(f"{kind} {sec / 3600:.2f} h" for kind, sec in sorted(seconds.items()))
+            + f" ({sum(seconds.values()) / 3600:.1f} core-hours in all).", ""]
+    record, all_curves, all_points = {"seconds": seconds, "treebanks": {}}, {}, {}
+    for code, gold in treebanks:
+        points = collect(out, code, seeds=seeds, arms=arms, rounds=rounds)
+        curves = {arm: mean_curve(points, arm) for arm in arms}
+        reach_lines, reached = reach_rows(curves)
+        rows, results = significance_rows(gold, points, arms, rounds)
+        text += [f"## {code}", "", curve_table(curves, seeds=len(seeds)), "", *reach_lines, "",
+                 *rows, "", claim(reached, results, rounds=rounds), ""]
+        all_curves[code], all_points[code] = curves, points
+        record["treebanks"][code] = {"points": [{**asdict(p), "prediction": str(p.prediction)}
+                                                for p in points],
+                                     "curves": curves, "words_to_reach": reached}
+    (out / "annotation_sim.md").write_text("\n".join(text), encoding="utf-8")
+    (out / "annotation_sim.json").write_text(json.dumps(record, indent=1), encoding="utf-8")
+    if any(p for ps in all_points.values() for p in ps):
+        plot(out / "annotation_sim.png", all_curves, all_points)
+    print("\n".join(text))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--root", type=Path, required=True, help="the UD data root (either layout)")
+    parser.add_argument("--out", type=Path, required=True, help="run folders, outside the repo")
+    parser.add_argument("--treebanks", nargs="+", required=True)
+    parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
+    parser.add_argument("--arms", nargs="+", choices=sorted(ARMS), default=list(ARMS))
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--budget", type=int, default=1000, help="words selected per round")
+    parser.add_argument("--seed-trees", type=int, default=50)
+    parser.add_argument("--cap", type=int, default=3, help="words of one sentence per round "
+                        "(word arms)")
+    parser.add_argument("--steps", type=int, default=400, help="steps of each training run")
+    parser.add_argument("--pool-sentences", type=int, default=None,
+                        help="a random subset of the pool (default: the whole training file)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="chains (arm, treebank, seed) run at once, one core each")
+    parser.add_argument("--extra", nargs="*", default=[], help="overrides for every training run")
+    parser.add_argument("--dry-run", action="store_true", help="print the steps left; run nothing")
+    parser.add_argument("--report", action="store_true", help="only the report, of finished runs")
+    args = parser.parse_args(argv)
+    out = args.out.resolve()
+    if out.is_relative_to(REPO):
+        raise SystemExit(f"--out {out}: inside the repository; give a folder outside it")
+    if min(args.rounds, args.budget, args.seed_trees, args.cap, args.steps, args.jobs) < 1:
+        raise SystemExit("--rounds, --budget, --seed-trees, --cap, --steps, --jobs: at least 1")
+    s = Settings(args.root.resolve(), out, args.rounds, args.budget, args.seed_trees, args.cap,
+                 args.steps, args.pool_sentences, tuple(args.extra))
+    infos = [read_treebank_info(s.root, name) for name in args.treebanks]
+    check_settings(s, write=not (args.dry_run or args.report))
+    chains = plan(s, [(info.code, info.files["train"]) for info in infos], args.seeds, args.arms)
+    if args.dry_run:
+        todo = pending(chains)
+        for step in todo:
+            print(step.show)
+        print(f"# {len(todo)} steps to run" if todo else "# nothing to run: every step is done")
+        return 0
+    if not args.report:
+        try:
+            run_chains(chains, jobs=args.jobs)
+        except StepFailed as error:
+            raise SystemExit(str(error)) from None
+    command = " ".join(["python", *sys.argv] if argv is None else
+                       ["python experiments/annotation_sim.py", *argv])
+    write_report(s.out, [(info.code, info.files["test"]) for info in infos], seeds=args.seeds,
+                 arms=args.arms, rounds=s.rounds, budget=s.budget, command=command)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,184 @@
+"""``experiments/annotation_sim.py`` (issue 46): the steps a dry run plans on the tiny fixture
+treebank (arms, rounds, budgets, the model each selection reads, the self-training arm's teacher
+and student), a rerun that skips finished steps, a failed step named by its log, the annotation
+accumulated per pool sentence, and the report's pure functions."""
+
+from __future__ import annotations
+
+import doctest
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from parser.data.conllu_stream import stream_conllu
+from parser.data.partial_trees import DEPREL, HEAD, edit_words, read_partial_trees
+from tests.data.test_treebanks import lay_out
+
+REPO = Path(__file__).resolve().parents[1]
+_SPEC = importlib.util.spec_from_file_location("annotation_sim",
+                                               REPO / "experiments" / "annotation_sim.py")
+sim = importlib.util.module_from_spec(_SPEC)
+sys.modules["annotation_sim"] = sim  # dataclasses look their module up by name
+_SPEC.loader.exec_module(sim)
+
+OPTIONS = ["--treebanks", "xx_one", "--seeds", "1", "2", "--rounds", "2", "--budget", "25",
+           "--seed-trees", "5", "--steps", "3"]
+
+
+@pytest.fixture
+def root(tmp_path, fixtures) -> Path:
+    lay_out(tmp_path / "ud", fixtures, layout="official", code="xx_one", folder="UD_Xx-One")
+    return tmp_path / "ud"
+
+
+def _dry_run(root: Path, out: Path, capsys, *more: str) -> list[str]:
+    assert sim.main(["--root", str(root), "--out", str(out), *OPTIONS, *more, "--dry-run"]) == 0
+    return capsys.readouterr().out.splitlines()
+
+
+def test_a_dry_run_plans_every_arm_round_and_budget_and_writes_nothing(root, tmp_path, capsys):
+    out = tmp_path / "sim"
+    lines = _dry_run(root, out, capsys)
+    assert not out.exists()
+    selects = [line for line in lines if line.startswith("$ python -m parser.cli.select ")]
+    trains = [line for line in lines if line.startswith("$ python -m parser.cli.train ")]
+    assert sum(line.startswith("# prepare: 5 seed trees") for line in lines) == 2
+    assert sum(line.startswith("# fill_selected(") for line in lines) == 16
+    # per seed: the shared round 0, 3 likelihood arms x 2 rounds, teacher + student x 3 rounds
+    assert len(selects) == 4 * 2 * 2 and len(trains) == 2 * (1 + 3 * 2 + 2 * 3)
+    assert lines[-1] == f"# {2 + 16 + 16 + 26} steps to run"
+    for arm, strategy in [("random", "random"), ("entropy", "entropy"), ("words", "words"),
+                          ("words_selftrain", "words")]:
+        mine = [line for line in selects if f"/{arm}/r" in line.split("output=")[1].split()[0]]
+        assert len(mine) == 4
+        for line in mine:
+            assert f"strategy={strategy} unit=words budget=25 max_words=120" in line
+            assert ("cap=3" in line) == (arm in ("words", "words_selftrain"))
+    random_seeds = sorted(re.search(r" seed=(\d+)", line)[1] for line in selects
+                          if "strategy=random" in line)
+    assert random_seeds == ["1001", "1002", "2001", "2002"]
+    # round 1 reads round 0's model and the seed split's pool; round 2 round 1's
+    s1 = out / "xx_one" / "s1"
+    words_r1 = selects[8]  # chains: random, entropy, words, ...; seeds within an arm
+    assert (f"checkpoint={s1 / 'r0' / 'run' / 'checkpoints' / 'best.pt'} pool={s1 / 'pool.conllu'} "
+            f"output={s1 / 'words' / 'r1' / 'select.conllu'}") in words_r1
+    assert (f"checkpoint={s1 / 'words' / 'r1' / 'run' / 'checkpoints' / 'best.pt'} "
+            f"pool={s1 / 'words' / 'r1' / 'pool.conllu'}") in "\n".join(selects)
+    for line in trains:
+        assert "experiment=release_cpu" in line and "data.partial_trees=true" in line
+        assert "trainer.max_steps=3" in line and "data.treebank=xx_one" in line
+    student = next(line for line in trains if "objective=confident_arcs" in line
+                   and "/words_selftrain/r2/" in line)
+    r2 = out / "xx_one" / "s1" / "words_selftrain" / "r2"
+    assert f"data.train_file={r2 / 'train.conllu'}" in student
+    assert f"data.unlabeled_file={r2 / 'pool.conllu'}" in student
+    assert f"confident_arcs.checkpoint={r2 / 'teacher' / 'checkpoints' / 'best.pt'}" in student
+
+
+def test_a_dry_run_after_the_steps_are_done_plans_nothing(root, tmp_path, capsys):
+    out = tmp_path / "sim"
+    settings = sim.Settings(root, out, rounds=2, budget=25, seed_trees=5, cap=3, steps=3,
+                            pool_sentences=None, extra=())
+    train = root / "UD_Xx-One" / "xx_one-ud-train.conllu"
+    chains = sim.plan(settings, [("xx_one", train)], [1, 2], list(sim.ARMS))
+    for step in chains[0]:  # random, seed 1: its seed split and the shared round 0 too
+        step.done.parent.mkdir(parents=True, exist_ok=True)
+        step.done.write_text("{}")
+    lines = _dry_run(root, out, capsys)
+    assert lines[-1] == f"# {2 + 16 + 16 + 26 - 8} steps to run"
+    s1 = out / "xx_one" / "s1"
+    assert not any(line.startswith("# prepare") and f"{s1}/" in line for line in lines)
+    assert not any(f"hydra.run.dir={s1 / 'r0' / 'run'}" in line or f"{s1 / 'random'}/" in line
+                   for line in lines)
+    for steps in chains:
+        for step in steps:
+            step.done.parent.mkdir(parents=True, exist_ok=True)
+            step.done.write_text("{}")
+    assert _dry_run(root, out, capsys) == ["# nothing to run: every step is done"]
+
+
+def test_a_finished_step_is_skipped_and_a_failed_one_names_its_log(tmp_path):
+    def never() -> dict:
+        raise AssertionError("a finished step ran again")
+
+    done = tmp_path / "a.done.json"
+    done.write_text("{}")
+    sim.execute(sim.Step("a", done, "a", never))
+    failing = sim.command_step("xx/s1/words/r1/select", tmp_path / "r1", "select",
+                               ["json.tool", str(tmp_path / "missing.json")])
+    after = sim.Step("after", tmp_path / "after.done.json", "after", never)
+    with pytest.raises(sim.StepFailed, match=re.escape(str(tmp_path / "r1" / "select.log"))):
+        sim.run_chains([[failing, after]], jobs=2)
+    assert not failing.done.exists() and not after.done.exists()
+
+
+def test_a_pool_sentence_accumulates_its_words_and_leaves_the_pool_when_whole(tmp_path, fixtures):
+    base = tmp_path / "s1"
+    counts = sim.prepare(fixtures / "tiny-train.conllu", base, seed=1, seed_trees=5,
+                         pool_sentences=None)
+    (base / "prepare.done.json").write_text(json.dumps(counts))
+    pool = list(stream_conllu(base / "pool.conllu"))
+    assert counts["pool_sentences"] == len(pool) == 32 - 5
+
+    def select(folder: Path, asked: dict[int, list[int] | None], source: list) -> None:
+        """A parser-select file by hand: pool position -> the words asked (None: all)."""
+        folder.mkdir(parents=True)
+        blocks = []
+        for position, words in asked.items():
+            sentence = source[position - 1]
+            chosen = words or range(1, len(sentence) + 1)
+            lines = edit_words(sentence.lines, {w: {HEAD: "_", DEPREL: "_"} for w in chosen})
+            comments = [f"# pool_position = {position}"]
+            if words:
+                comments.append(f"# selected_words = {','.join(map(str, words))}")
+            blocks.append("\n".join(comments + lines))
+        (folder / "select.conllu").write_text("\n\n".join(blocks) + "\n\n")
+
+    r1 = base / "words" / "r1"
+    select(r1, {2: [1, 2], 3: None}, pool)
+    first = sim.annotate(r1, base=base, pool=base / "pool.conllu", previous=None)
+    whole = len(pool[2])
+    assert first["asked_words"] == first["new_words"] == 2 + whole
+    assert first["annotated_words"] == counts["seed_words"] + 2 + whole
+    assert first["pool_sentences"] == len(pool) - 1  # the whole sentence left, the partial one not
+    remaining = list(stream_conllu(r1 / "pool.conllu"))
+    assert [s.forms for s in remaining] == [s.forms for i, s in enumerate(pool) if i != 2]
+
+    r2 = base / "words" / "r2"
+    select(r2, {2: [2, 3]}, remaining)  # the same sentence again, one word asked before
+    second = sim.annotate(r2, base=base, pool=r1 / "pool.conllu", previous=r1 / "annotation.json")
+    assert (second["asked_words"], second["new_words"]) == (2, 1)
+    assert second["annotated_words"] == first["annotated_words"] + 1
+    assert sim.read_annotation(r2 / "annotation.json")[1] == {1, 2, 3}
+    trained = read_partial_trees(r2 / "train.conllu").sentences
+    assert len(trained) == 5 + 2
+    partial = next(s for s in trained if s.forms == pool[1].forms)
+    assert partial.heads == [h if w in (1, 2, 3) else -1 for w, h in enumerate(pool[1].heads, 1)]
+    assert next(s for s in trained if s.forms == pool[2].forms).heads == pool[2].heads
+
+
+def test_words_to_reach_interpolates_between_rounds():
+    curve = [(800, 60.0), (1800, 66.0), (2800, 64.0), (3800, 70.0)]
+    assert sim.words_to_reach(curve, 63.0) == pytest.approx(1300)
+    assert sim.words_to_reach(curve, 68.0) == pytest.approx(2800 + 4 / 6 * 1000)  # after a dip
+    assert sim.words_to_reach(curve, 55.0) == 800
+    assert sim.words_to_reach(curve, 70.5) is None
+
+
+def test_the_report_tables():
+    curves = {"random": [(0, 800.0, 60.0, 3), (1, 1800.0, 64.0, 3), (2, 2800.0, 66.0, 3)],
+              "words": [(0, 800.0, 60.0, 3), (1, 1790.0, 67.0, 3), (2, 2790.0, 69.0, 2)]}
+    table = sim.curve_table(curves, seeds=3).splitlines()
+    assert table[0] == "| arm | round 0 | round 1 | round 2 |"
+    assert table[3] == ("| words | 60.00 (800 words) | 67.00 (1,790 words) | "
+                        "69.00 (2,790 words; 2 seeds) |")
+    rows, reached = sim.reach_rows(curves)
+    assert rows[0].startswith("| arm | annotated words to reach random's final LAS (66.00)")
+    assert rows[2] == "| random | 2,800 | 1.00 |"
+    assert reached["words"] == pytest.approx(800 + 6 / 7 * 990)
+    assert rows[3] == f"| words | {reached['words']:,.0f} | {reached['words'] / 2800:.2f} |"
+    assert doctest.testmod(sim).failed == 0
