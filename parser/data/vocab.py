@@ -116,7 +116,8 @@ class Vocab:
 class Vocabularies:
     """Word forms (case kept, frequency cut-off), characters, UPOS tags and relations, and the
     classes of each token-level layer the model predicts (``layers``, by layer name:
-    :mod:`parser.data.layers`; a layer whose column training left all ``_`` has none).
+    :mod:`parser.data.layers`; a layer whose column training left all ``_`` has none) and the
+    lexicons of those that have one (``lexicons``: form -> value, ``TokenLayer.lexicon``).
 
     Relations are kept whole (``nmod:poss``); :meth:`rel_universal_ids` maps each to its
     universal part for LAS as CoNLL 2018 scores it.
@@ -127,6 +128,7 @@ class Vocabularies:
     upos: Vocab
     rels: Vocab
     layers: Mapping[str, Vocab] = field(default_factory=dict)
+    lexicons: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     @classmethod
     def build(cls, sentences: Iterable[Sentence], *, min_freq: int = 2,
@@ -149,10 +151,13 @@ class Vocabularies:
         # a layer learns from the trees' words only (encode gives targets to them alone)
         trees = [s for s in sentences if any(h >= 0 for h in s.heads)]
         classes = {layer.name: layer.classes(trees, max_classes=max_classes) for layer in layers}
+        lexicons = {layer.name: layer.lexicon(trees) for layer in layers
+                    if classes[layer.name] is not None}
         return cls(Vocab.build(words, min_freq=min_freq, name="words"),
                    Vocab.build(chars, name="chars"), Vocab.build(upos, name="upos"),
                    Vocab.build(rels, name="rels"),
-                   {name: vocab for name, vocab in classes.items() if vocab is not None})
+                   {name: vocab for name, vocab in classes.items() if vocab is not None},
+                   {name: lexicon for name, lexicon in lexicons.items() if lexicon})
 
     def rel_universal_ids(self) -> Tensor:
         """``[L]`` long: for each relation id, an id shared by all relations with the same part
@@ -184,6 +189,8 @@ class Vocabularies:
         state = {name: getattr(self, name).state_dict() for name in _FIELDS}
         if self.layers:  # absent otherwise: a layer-free model's state is as before layers
             state["layers"] = {name: vocab.state_dict() for name, vocab in self.layers.items()}
+        if self.lexicons:
+            state["lexicons"] = {name: dict(lexicon) for name, lexicon in self.lexicons.items()}
         return state
 
     @classmethod
@@ -194,7 +201,8 @@ class Vocabularies:
             raise ValueError(f"vocabularies state: missing {missing}")
         layers = {name: Vocab.from_state_dict(layer)
                   for name, layer in (state.get("layers") or {}).items()}
-        return cls(*(Vocab.from_state_dict(state[name]) for name in _FIELDS), layers)
+        lexicons = {name: dict(lexicon) for name, lexicon in (state.get("lexicons") or {}).items()}
+        return cls(*(Vocab.from_state_dict(state[name]) for name in _FIELDS), layers, lexicons)
 
     def sizes(self) -> dict[str, int]:
         """Sizes of the four base vocabularies (``layer_sizes``: the layers')."""

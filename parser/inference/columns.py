@@ -34,10 +34,11 @@ def layer_columns(out: ParserOutput, batch: Batch, vocabs: Vocabularies,
     lengths = batch.lengths.tolist()
     for name, layer_scores in scores.items():
         layer, classes = layer_of(name), vocabs.layers[name].tokens
+        lexicon = vocabs.lexicons.get(name)
         ids = layer.predict(layer_scores).tolist()  # one list per batch, not a tensor per word
         for b, (index, n) in enumerate(zip(batch.index.tolist(), lengths)):
             names = [classes[c] for c in ids[b][1 : n + 1]]
-            result[index][layer.column] = layer.decode(sentences[index].forms, names)
+            result[index][layer.column] = layer.decode(sentences[index].forms, names, lexicon)
     return result
 
 

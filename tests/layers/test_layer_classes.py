@@ -132,3 +132,22 @@ def _with_column(sentence, column, values):
 def _vocabs(sentences, **layers):
     base = Vocabularies.build(sentences, min_freq=1)
     return Vocabularies(base.words, base.chars, base.upos, base.rels, layers)
+
+
+def test_the_lemma_lexicon_gives_seen_forms_their_training_lemma(morph):
+    vocabs = Vocabularies.build(morph, min_freq=1, layers=[XposLayer(), LemmaLayer()])
+    assert set(vocabs.lexicons) == {"lemma"}  # XPOS has none
+    lexicon = vocabs.lexicons["lemma"]
+    pairs = {(f, l) for s in morph for f, l in zip(s.forms, s.column("LEMMA"))}
+    assert set(lexicon.items()) <= pairs and set(lexicon) == {f for f, _ in pairs}
+    lemma = LemmaLayer()
+    wrong = lemma.target("dogs", "dog")  # a script that drops the last letter
+    assert lemma.decode(["barked", "cats"], [wrong, wrong], lexicon) == [lexicon["barked"], "cat"]
+    assert lemma.decode(["barked"], [wrong]) == ["barke"]  # without the lexicon: the head's
+    most = LemmaLayer().lexicon([_with_column(tokenized_sentence(["saw"] * 3, path="x", stem="x",
+                                                                 line=1), "LEMMA", ["see", "saw", "see"])])
+    assert most == {"saw": "see"}  # the most frequent
+    state = vocabs.state_dict()
+    assert Vocabularies.from_state_dict(state).lexicons == vocabs.lexicons
+    old = {k: v for k, v in state.items() if k not in ("layers", "lexicons")}
+    assert Vocabularies.from_state_dict(old).lexicons == {}

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import ClassVar
 
 import torch
@@ -111,6 +111,11 @@ class TokenLayer:
                         len(kept), 100.0 * covered, len(counts) - len(kept))
         return Vocab(kept, name=self.name)
 
+    def lexicon(self, sentences: Iterable[Sentence]) -> dict[str, str] | None:
+        """A value per word form seen in the training ``sentences``, written instead of the
+        head's prediction for those forms (:meth:`decode`); None (the default): no lexicon."""
+        return None
+
     def head(self, n_states: int, n_classes: int) -> nn.Module:
         """``[B, N+1, n_states]`` encoder states -> ``[B, N+1, n_classes]`` class scores."""
         return nn.Linear(n_states, n_classes)
@@ -126,9 +131,13 @@ class TokenLayer:
         """``[B, N+1]`` the best class of each position, never a special id."""
         return scores[..., N_SPECIAL:].argmax(-1) + N_SPECIAL
 
-    def decode(self, forms: Sequence[str], classes: Sequence[str]) -> list[str | None]:
-        """The column's values of words ``forms`` predicted as ``classes`` (names)."""
-        return [self.value(form, target) for form, target in zip(forms, classes)]
+    def decode(self, forms: Sequence[str], classes: Sequence[str],
+               lexicon: Mapping[str, str] | None = None) -> list[str | None]:
+        """The column's values of words ``forms`` predicted as ``classes`` (names); a form in
+        ``lexicon`` (:meth:`lexicon`) takes its value from there."""
+        lexicon = lexicon or {}
+        return [lexicon[form] if form in lexicon else self.value(form, target)
+                for form, target in zip(forms, classes)]
 
 
 def encode_targets(layer: TokenLayer, sentence: Sentence, classes: Vocab) -> Tensor | None:
