@@ -60,18 +60,20 @@ def test_predict_round_trip_keeps_every_other_column(checkpoint, fixtures, tmp_p
     assert predict_main([f"checkpoint={checkpoint}", f"input={source}", f"output={output}"]) == 0
     assert "parsed" in capsys.readouterr().out
     # The enhanced graph was built on the input's heads: DEPS cleared and empty nodes dropped,
-    # unless keep_deps=true; everything else kept.
+    # unless keep_deps=true; LEMMA is the model's (a lemma layer: the fixture's XPOS and FEATS
+    # are '_', not trained); everything else kept.
     assert any(t["deps"] for s in conllu.parse(source.read_text(encoding="utf-8")) for t in s)
     assert all(t["deps"] is None for s in conllu.parse(output.read_text(encoding="utf-8"))
                for t in s)
-    skip = ("head", "deprel", "deps")
+    skip = ("head", "deprel", "deps", "lemma")
     assert _columns(output, skip=skip) == _columns(source, skip=skip, empty_nodes=False)
-    kept = tmp_path / "kept.conllu"
+    kept = tmp_path / "kept.conllu"  # keep_columns=given: the input's lemmas too
     assert predict_main([f"checkpoint={checkpoint}", f"input={source}", f"output={kept}",
-                         "keep_deps=true", "chunk_size=3"]) == 0
+                         "keep_deps=true", "keep_columns=given", "chunk_size=3"]) == 0
     assert _columns(kept) == _columns(source)
     # chunk by chunk (3 sentences at a time): the same trees, in input order
-    assert _columns(kept, skip=("deps",), empty_nodes=False) == _columns(output, skip=("deps",))
+    assert _columns(kept, skip=("deps", "lemma"), empty_nodes=False) == _columns(
+        output, skip=("deps", "lemma"))
     for sentence in conllu.parse(output.read_text(encoding="utf-8")):
         words = [t for t in sentence if isinstance(t["id"], int)]
         heads = [t["head"] for t in words]
@@ -128,9 +130,9 @@ def test_predict_conllu_without_upos(checkpoint, tagger, fixtures, tmp_path):
     assert validate_conllu(output, level=2) == []
     trained = load_tagger(tagger)
     assert _upos(output) == tag_sentences(trained, read_conllu(gold).sentences)
-    # every column but UPOS, HEAD, DEPREL and the enhanced graph is the input's (multiword
-    # tokens too)
-    skip = ("upos", "head", "deprel", "deps")
+    # every column but UPOS, HEAD, DEPREL, LEMMA (the model's lemma layer) and the enhanced
+    # graph is the input's (multiword tokens too)
+    skip = ("upos", "head", "deprel", "deps", "lemma")
     assert _columns(output, skip=skip) == _columns(source, skip=skip, empty_nodes=False)
 
 

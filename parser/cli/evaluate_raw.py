@@ -5,7 +5,8 @@ tokens with the gold ones on the characters).
 The raw text is the gold file's own: its paragraphs (``# newdoc`` / ``# newpar``; a file with
 neither is one paragraph) with tokens and sentences joined by spaces unless ``SpaceAfter=No``
 (:func:`parser.tokenize.write_raw_text`). Writes ``<output>/<name>.txt``, ``<name>.raw.pred.conllu``
-and ``<name>.raw.metrics.json``; prints Tokens, Sentences, Words, UPOS, UAS and LAS F1.
+and ``<name>.raw.metrics.json``; prints the F1 of every row of the official table (Tokens,
+Sentences, Words, UPOS, XPOS, UFeats, AllTags, Lemmas, UAS, LAS, CLAS, MLAS, BLEX).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from parser.tokenize import write_raw_text
 
 __all__ = ["RAW_METRICS", "evaluate_raw_text", "run_raw_evaluation"]
 
-RAW_METRICS = ("Tokens", "Sentences", "Words", "UPOS", "UAS", "LAS")
+RAW_METRICS = METRICS  # every row: a pipeline fills every column of a CoNLL-U line
 
 
 def evaluate_raw_text(pipeline: Pipeline, gold_path: str | Path, out_dir: str | Path, *,
