@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
 from typing import ClassVar
 
 import torch
@@ -48,12 +49,18 @@ def register_layer(cls: type[TokenLayer]) -> type[TokenLayer]:
 
 
 def layer_of(name: str) -> TokenLayer:
-    """The registered layer ``name`` (``xpos``, ``feats``, ``lemma``, ...)."""
+    """The registered layer ``name`` (``xpos``, ``feats``, ``lemma``, ...): one instance per class
+    (layers hold no state), so the per-sentence encoders and per-batch decoders make none."""
     try:
-        return LAYERS[name]()
+        return _instance(LAYERS[name])
     except KeyError:
         raise ValueError(f"model.layers: unknown layer {name!r}; registered: "
                          f"{', '.join(sorted(LAYERS))}") from None
+
+
+@cache
+def _instance(cls: type[TokenLayer]) -> TokenLayer:
+    return cls()
 
 
 class TokenLayer:
