@@ -1,11 +1,11 @@
-"""A pipeline file trained before the LEMMA lexicon (``TokenLayer.lexicon``, commit 791e09b), with
-the lexicon today's code builds from the same training file added to its parser's vocabularies.
+"""A pipeline file trained before the layers' dictionaries (``TokenLayer.lexicon``), with the
+dictionaries today's code builds from the same training file put in its parser's vocabularies.
 
-Training does not read the lexicon (it is built from the training trees beside the classes and
-used only when the lemma column is decoded), so the file written is the one today's code would
-have trained from the same run: its trees, tags and features are unchanged, only the lemmas of
-forms seen in training change. This is how ``experiments/results/ud_release_layers.md`` scores
-the sweep's models with the lexicon without training them again.
+Training does not read the dictionaries (they are built from the training trees beside the
+classes and used only when the layers' columns are decoded), so the file written is the one
+today's code would have trained from the same run: its trees and UPOS are unchanged, only the
+LEMMA, XPOS and FEATS columns change. This is how ``experiments/results/ud_release_layers.md``
+scores the sweep's models with the dictionaries without training them again.
 
     PYTHONPATH=. python experiments/retrofit_lexicon.py --pipeline $RUNS/release45/ta_ttb/ta_ttb.pipeline \\
         --root data/ud-release --treebank ta_ttb --output $RUNS/lexicon/ta_ttb.pipeline
@@ -41,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     args.output.parent.mkdir(parents=True, exist_ok=True)
     save_checkpoint(state, args.output)
     Pipeline.load(args.output)  # what was written loads
-    print(f"{args.output}: lexicons {', '.join(f'{k} ({len(v)} forms)' for k, v in lexicons.items())}")
+    sizes = ", ".join(f"{name} ({len(lexicon['forms'])} forms)" for name, lexicon in lexicons.items())
+    print(f"{args.output}: dictionaries {sizes}")
     return 0
 
 

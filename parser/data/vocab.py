@@ -117,7 +117,7 @@ class Vocabularies:
     """Word forms (case kept, frequency cut-off), characters, UPOS tags and relations, and the
     classes of each token-level layer the model predicts (``layers``, by layer name:
     :mod:`parser.data.layers`; a layer whose column training left all ``_`` has none) and the
-    lexicons of those that have one (``lexicons``: form -> value, ``TokenLayer.lexicon``).
+    dictionaries they decode with (``lexicons``: :meth:`parser.data.layers.TokenLayer.lexicon`).
 
     Relations are kept whole (``nmod:poss``); :meth:`rel_universal_ids` maps each to its
     universal part for LAS as CoNLL 2018 scores it.
@@ -128,7 +128,7 @@ class Vocabularies:
     upos: Vocab
     rels: Vocab
     layers: Mapping[str, Vocab] = field(default_factory=dict)
-    lexicons: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    lexicons: Mapping[str, Mapping] = field(default_factory=dict)
 
     @classmethod
     def build(cls, sentences: Iterable[Sentence], *, min_freq: int = 2,

@@ -33,12 +33,11 @@ def layer_columns(out: ParserOutput, batch: Batch, vocabs: Vocabularies,
     result: dict[int, dict[str, list[str | None]]] = {i: {} for i in batch.index.tolist()}
     lengths = batch.lengths.tolist()
     for name, layer_scores in scores.items():
-        layer, classes = layer_of(name), vocabs.layers[name].tokens
+        layer, classes = layer_of(name), vocabs.layers[name]
         lexicon = vocabs.lexicons.get(name)
-        ids = layer.predict(layer_scores).tolist()  # one list per batch, not a tensor per word
         for b, (index, n) in enumerate(zip(batch.index.tolist(), lengths)):
-            names = [classes[c] for c in ids[b][1 : n + 1]]
-            result[index][layer.column] = layer.decode(sentences[index].forms, names, lexicon)
+            result[index][layer.column] = layer.decode(sentences[index].forms,
+                                                       layer_scores[b, 1 : n + 1], classes, lexicon)
     return result
 
 

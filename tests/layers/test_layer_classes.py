@@ -73,8 +73,9 @@ def test_targets_of_a_sentence_and_its_batch(morph):
     names = [vocabs.layers["xpos"].token(i) for i in encoded.layers["xpos"][1:].tolist()]
     assert names == sentence.column("XPOS")
     lemma = LemmaLayer()
-    scripts = [vocabs.layers["lemma"].token(i) for i in encoded.layers["lemma"][1:].tolist()]
-    assert lemma.decode(sentence.forms, scripts) == sentence.column("LEMMA")
+    gold = encoded.layers["lemma"][1:]
+    scores = torch.nn.functional.one_hot(gold, len(vocabs.layers["lemma"])).float()
+    assert lemma.decode(sentence.forms, scores, vocabs.layers["lemma"]) == sentence.column("LEMMA")
     assert encode(sentence, vocabs, index=0, layer_targets=False).layers == {}
     longer = encode(morph[1], vocabs, index=1)
     batch = collate([encoded, longer], labeled=True)
@@ -134,20 +135,81 @@ def _vocabs(sentences, **layers):
     return Vocabularies(base.words, base.chars, base.upos, base.rels, layers)
 
 
-def test_the_lemma_lexicon_gives_seen_forms_their_training_lemma(morph):
+def test_the_dictionary_holds_each_training_forms_classes_and_their_suffixes(morph):
     vocabs = Vocabularies.build(morph, min_freq=1, layers=[XposLayer(), LemmaLayer()])
-    assert set(vocabs.lexicons) == {"lemma"}  # XPOS has none
-    lexicon = vocabs.lexicons["lemma"]
-    pairs = {(f, l) for s in morph for f, l in zip(s.forms, s.column("LEMMA"))}
-    assert set(lexicon.items()) <= pairs and set(lexicon) == {f for f, _ in pairs}
-    lemma = LemmaLayer()
-    wrong = lemma.target("dogs", "dog")  # a script that drops the last letter
-    assert lemma.decode(["barked", "cats"], [wrong, wrong], lexicon) == [lexicon["barked"], "cat"]
-    assert lemma.decode(["barked"], [wrong]) == ["barke"]  # without the lexicon: the head's
-    most = LemmaLayer().lexicon([_with_column(tokenized_sentence(["saw"] * 3, path="x", stem="x",
-                                                                 line=1), "LEMMA", ["see", "saw", "see"])])
-    assert most == {"saw": "see"}  # the most frequent
+    assert set(vocabs.lexicons) == {"xpos", "lemma"}
+    lemma, dictionary = LemmaLayer(), vocabs.lexicons["lemma"]
+    pairs = {(f, lemma.target(f, l)) for s in morph for f, l in zip(s.forms, s.column("LEMMA"))}
+    assert {(f, t) for f, ts in dictionary["forms"].items() for t in ts} == pairs
+    for suffix, targets in dictionary["suffixes"].items():
+        assert 1 <= len(suffix) <= dictionary["suffix_length"]
+        assert set(targets) == {t for f, t in pairs if f.endswith(suffix) and len(f) > len(suffix)}
     state = vocabs.state_dict()
     assert Vocabularies.from_state_dict(state).lexicons == vocabs.lexicons
     old = {k: v for k, v in state.items() if k not in ("layers", "lexicons")}
     assert Vocabularies.from_state_dict(old).lexicons == {}
+
+
+def _brute_force_decode(layer, forms, scores, classes, lexicon):
+    """The best class of each word among those the dictionary allows, by a loop over classes."""
+    values = []
+    for word, form in enumerate(forms):
+        allowed = [classes.index(t) for t in (layer.allowed(form, lexicon) or ())]
+        allowed = [c for c in allowed if c >= 3] or range(3, len(classes))
+        best = max(allowed, key=lambda c: float(scores[word, c]))
+        values.append(layer.value(form, classes.token(best)))
+    return values
+
+
+def test_decoding_picks_the_best_class_the_dictionary_allows(morph):
+    feats = FeatsLayer()
+    vocabs = Vocabularies.build(morph, min_freq=1, layers=[feats])
+    classes, dictionary = vocabs.layers["feats"], vocabs.lexicons["feats"]
+    forms = [f for s in morph for f in s.forms] + ["Unseenly", "zzq", "x"]  # suffix, none, 1 char
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(20):
+        scores = torch.randn(len(forms), len(classes), generator=generator)
+        assert feats.decode(forms, scores, classes, dictionary) == _brute_force_decode(
+            feats, forms, scores, classes, dictionary)
+    # a seen form never gets a class it was not seen with, whatever the head prefers
+    form = morph[0].forms[0]
+    scores = torch.zeros(1, len(classes))
+    banned = [c for c in range(3, len(classes)) if classes.token(c) not in dictionary["forms"][form]]
+    scores[0, banned] = 10.0
+    assert feats.decode([form], scores, classes) != feats.decode([form], scores, classes, dictionary)
+    assert feats.decode([form], scores, classes, dictionary)[0] in (
+        None if t == "_" else t for t in dictionary["forms"][form])
+
+
+def test_an_unseen_form_takes_the_classes_of_its_longest_known_suffix():
+    lemma = LemmaLayer()
+    trees = [_with_column(tokenized_sentence(["walked", "talks", "sing"], path="x", stem="x", line=1),
+                          "LEMMA", ["walk", "talk", "sing"])]
+    dictionary = lemma.lexicon(trees)
+    assert lemma.allowed("barked", dictionary) == [lemma.target("walked", "walk")]  # -ked
+    assert lemma.allowed("ring", dictionary) == [lemma.target("sing", "sing")]  # -ing
+    assert lemma.allowed("qqq", dictionary) is None  # no suffix known: any class
+    assert lemma.allowed("d", dictionary) is None  # a suffix must be shorter than the form
+    assert lemma.lexicon([]) is None
+
+
+def test_a_dictionary_class_the_head_lacks_is_passed_over(morph):
+    # a class cut by layer_max_classes is in the dictionary but not a head output: ignored
+    xpos = XposLayer()
+    vocabs = Vocabularies.build(morph, min_freq=1, layers=[xpos], max_classes=1)
+    classes, dictionary = vocabs.layers["xpos"], vocabs.lexicons["xpos"]
+    form = next(f for f, ts in dictionary["forms"].items() if classes.token(3) not in ts)
+    scores = torch.randn(1, len(classes))
+    assert xpos.decode([form], scores, classes, dictionary) == [classes.token(3)]
+
+
+def test_a_lemma_lexicon_of_the_earlier_form_still_decodes():
+    # dc4d0bd wrote the LEMMA lexicon as form -> lemma
+    lemma = LemmaLayer()
+    trees = [_with_column(tokenized_sentence(["dogs", "sing"], path="x", stem="x", line=1),
+                          "LEMMA", ["dog", "sing"])]
+    classes = lemma.classes(trees, max_classes=10)
+    scores = torch.zeros(2, len(classes))
+    scores[:, classes.index(lemma.target("x", "x"))] = 5.0  # the head says: the form itself
+    assert lemma.decode(["dogs", "cats"], scores, classes) == ["dogs", "cats"]
+    assert lemma.decode(["dogs", "cats"], scores, classes, {"dogs": "dog"}) == ["dog", "cats"]

@@ -2,20 +2,16 @@
 (:mod:`parser.data.layers.edit_script`), so one class ("drop a final -s", "lowercase the first
 letter") serves every word it fits, seen in training or not.
 
-A predicted script that cannot apply to a form (it deletes more than the form has), or a form in
-a script never seen in training, falls back to the form itself: the commonest lemma of an unseen
-word (numbers, names, foreign words) is its form. A form seen in training takes its most frequent
-training lemma instead (the lexicon, as Stanza's dictionary and UDPipe 1's guesser do): chosen on
-ta_ttb dev, where the release recipe's head got 89.5% of the seen words' lemmas and the lexicon
-99.1% (57.8% of the unseen, 38% of the words; docs/layout.md).
+A predicted script that cannot apply to a form (it deletes more than the form has) falls back to
+the form itself: the commonest lemma of an unseen word (numbers, names, foreign words) is its
+form. As every layer's, the head chooses among the scripts its dictionary allows
+(:meth:`TokenLayer.lexicon`): those seen with the form in training, else with its suffix; the
+scripts of a seen form are its training lemmas, as Stanza's dictionary and UDPipe 1's guesser
+give them.
 """
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-from collections.abc import Iterable
-
-from parser.data.conllu_io import Sentence
 from parser.data.layers.base import TokenLayer, register_layer
 from parser.data.layers.edit_script import apply_script, lemma_script
 
@@ -35,17 +31,3 @@ class LemmaLayer(TokenLayer):
     def value(self, form: str, target: str) -> str | None:
         lemma = apply_script(form, target)
         return form if lemma is None or lemma == "" else lemma
-
-    def lexicon(self, sentences: Iterable[Sentence]) -> dict[str, str]:
-        """Each training form's most frequent lemma (ties: the first alphabetically).
-
-        >>> LemmaLayer().lexicon([])
-        {}
-        """
-        counts: defaultdict[str, Counter[str]] = defaultdict(Counter)
-        for sentence in sentences:
-            for form, lemma in zip(sentence.forms, sentence.column(self.column)):
-                if lemma is not None:
-                    counts[form][lemma] += 1
-        return {form: min(lemmas, key=lambda lemma: (-lemmas[lemma], lemma))
-                for form, lemmas in counts.items()}

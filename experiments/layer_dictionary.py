@@ -1,0 +1,95 @@
+"""The layers' dictionary on a dev set (``TokenLayer.lexicon``): each layer's accuracy from gold
+tokens with the head's argmax alone and with the dictionary of the training file, split by words
+seen and unseen in training, for suffix lengths to choose ``SUFFIX_LENGTH`` from.
+
+The parser of a pipeline file (or a parser checkpoint) reads the gold tokens and UPOS-free input
+of the dev file; its layers' scores are decoded twice by :meth:`TokenLayer.decode`. Nothing is
+retrained: the dictionary only constrains decoding.
+
+    PYTHONPATH=. python experiments/layer_dictionary.py --model $RUNS/release45/ta_ttb/ta_ttb.pipeline \\
+        --root data/ud-release --treebank ta_ttb --split dev --suffix-lengths 3 4 5 6 8
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import torch
+
+import parser.data.layers.base as layer_base
+from parser.data.batching import encode_all
+from parser.data.conllu_io import read_conllu
+from parser.data.layers import layer_of
+from parser.data.paths import treebank_file
+from parser.inference.parse import model_outputs
+from parser.runtime.checkpoint import load_checkpoint
+
+
+def load_parser(path: Path):
+    """(model, vocabs) of a pipeline file or a parser checkpoint."""
+    if "parser" in load_checkpoint(path):
+        from parser.pipeline import Pipeline
+        pipeline = Pipeline.load(path)
+        return pipeline.model, pipeline.vocabs
+    from parser.inference.annotator import Annotator
+    annotator = Annotator.load(path, device="cpu")
+    return annotator.model, annotator.vocabs
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", type=Path, required=True)
+    parser.add_argument("--root", type=Path, required=True)
+    parser.add_argument("--treebank", required=True)
+    parser.add_argument("--split", default="dev")
+    parser.add_argument("--suffix-lengths", type=int, nargs="+", default=[4])
+    args = parser.parse_args(argv)
+    model, vocabs = load_parser(args.model)
+    train = read_conllu(treebank_file(args.root, args.treebank, "train")).sentences
+    trees = [s for s in train if any(h >= 0 for h in s.heads)]
+    sentences = read_conllu(treebank_file(args.root, args.treebank, args.split)).sentences
+    encoded = encode_all(sentences, vocabs, layer_targets=False)
+    dictionaries = {}
+    for length in args.suffix_lengths:
+        layer_base.SUFFIX_LENGTH = length  # the dictionary's suffixes are built up to it
+        dictionaries[length] = {name: layer_of(name).lexicon(trees) for name in vocabs.layers}
+    counts: Counter = Counter()
+    with torch.no_grad():
+        for batch, out in model_outputs(model, encoded, tokens_per_batch=2000,
+                                        cells_per_batch=None, device="cpu"):
+            for name, scores in out.layer_scores.items():
+                layer, classes = layer_of(name), vocabs.layers[name]
+                for b, (index, n) in enumerate(zip(batch.index.tolist(), batch.lengths.tolist())):
+                    sentence, rows = sentences[index], scores[b, 1 : n + 1]
+                    gold = sentence.column(layer.column)
+                    seen = dictionaries[args.suffix_lengths[0]][name]["forms"]
+                    kinds = ["seen" if form in seen else "unseen" for form in sentence.forms]
+                    arms = {"argmax": layer.decode(sentence.forms, rows, classes)}
+                    for length, dictionary in dictionaries.items():
+                        arms[f"suffix {length}"] = layer.decode(sentence.forms, rows, classes,
+                                                                dictionary[name])
+                    for kind, truth, *guesses in zip(kinds, gold, *arms.values()):
+                        counts[(name, kind, "words")] += 1
+                        for arm, guess in zip(arms, guesses):
+                            counts[(name, kind, arm)] += guess == truth
+    table = {}
+    for name in vocabs.layers:
+        for kind in ("seen", "unseen", "all"):
+            words = (counts[(name, kind, "words")] if kind != "all" else
+                     counts[(name, "seen", "words")] + counts[(name, "unseen", "words")])
+            arms = ["argmax", *(f"suffix {length}" for length in args.suffix_lengths)]
+            right = {arm: (counts[(name, kind, arm)] if kind != "all" else
+                           counts[(name, "seen", arm)] + counts[(name, "unseen", arm)])
+                     for arm in arms}
+            table[f"{name} {kind}"] = {"words": words, **{arm: round(100 * r / max(words, 1), 2)
+                                                          for arm, r in right.items()}}
+    print(json.dumps({"treebank": args.treebank, "split": args.split, "accuracy": table}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
