@@ -63,8 +63,24 @@ def read_json(folder: Path, pattern: str) -> list[dict]:
     return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.glob(pattern))]
 
 
-def table(sweep: Path, udpipe: Path) -> str:
-    ours = read_json(sweep, "*/result.json")
+def rescored(results: list[dict], folder: Path | None) -> list[dict]:
+    """``results`` with the raw-text F1 of ``<folder>/<code>-eval/<code>-test.raw.metrics.json``
+    (``parser-evaluate pipeline=... output=<folder>/<code>-eval``) where there is one: the same
+    models scored again, e.g. with dictionaries added by ``retrofit_lexicon.py``."""
+    if folder is None:
+        return results
+    out = []
+    for result in results:
+        code = result["treebank"]
+        metrics = folder / f"{code}-eval" / f"{code}-test.raw.metrics.json"
+        if metrics.is_file():
+            result = {**result, "raw": json.loads(metrics.read_text(encoding="utf-8"))["f1"]}
+        out.append(result)
+    return out
+
+
+def table(sweeps: list[Path], udpipe: Path, rescore: Path | None = None) -> str:
+    ours = rescored([r for sweep in sweeps for r in read_json(sweep, "*/result.json")], rescore)
     baseline = {r["code"]: r for r in read_json(udpipe, "*.json") if "skipped" not in r}
     codes = [r["treebank"] for r in ours]
     extra = {
@@ -74,8 +90,11 @@ def table(sweep: Path, udpipe: Path) -> str:
         "CoNLL 2018 best LAS (UD 2.2)": {c: CONLL2018_BEST_LAS[c][0] for c in codes
                                          if c in CONLL2018_BEST_LAS},
     }
-    listed = sweep / "skipped.json"  # written when the sweep ends
-    skipped = json.loads(listed.read_text(encoding="utf-8")) if listed.is_file() else {}
+    skipped = {}
+    for listed in (sweep / "skipped.json" for sweep in sweeps):  # written when a sweep ends
+        if listed.is_file():
+            skipped.update(json.loads(listed.read_text(encoding="utf-8")))
+    skipped = {code: why for code, why in skipped.items() if code not in codes}
     train_sentences = {r["treebank"]: r["train_sentences"] for r in ours}
     systems = {"ours": {r["treebank"]: r.get("raw") or {} for r in ours},
                "UDPipe 1": {c: baseline[c].get("raw") or {} for c in codes if c in baseline},
@@ -94,10 +113,14 @@ def table(sweep: Path, udpipe: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sweep", type=Path, required=True, help="parser-release's output=")
+    parser.add_argument("--sweep", type=Path, nargs="+", required=True,
+                        help="parser-release's output= (one or more sweeps)")
     parser.add_argument("--udpipe", type=Path, required=True, help="udpipe_release.py's --out")
+    parser.add_argument("--rescored", type=Path, default=None,
+                        help="a folder of <code>-eval/ parser-evaluate outputs replacing the "
+                             "sweep's raw-text scores of those treebanks")
     args = parser.parse_args(argv)
-    print(table(args.sweep, args.udpipe))
+    print(table(args.sweep, args.udpipe, args.rescored))
     return 0
 
 

@@ -105,7 +105,7 @@ def test_the_script_reads_new_and_old_json_and_places_udpipe_2_beside_each_row(t
     udpipe.mkdir()
     for baseline in baselines:
         (udpipe / f"{baseline['code']}.json").write_text(json.dumps(baseline))
-    text = ud_release_table.table(sweep, udpipe)
+    text = ud_release_table.table([sweep], udpipe)
     # the sweep's own table comes first, as before, with UDPipe 1's and CoNLL 2018's LAS
     first = text.split("\n\n", 1)[0]
     assert first.splitlines()[0] == release_table(results, skipped={}).splitlines()[0][:-2] + (
@@ -148,3 +148,23 @@ def test_udpipe_2_figures_are_rows_of_its_published_table():
         assert row["LAS"] <= row["UAS"] and row["MLAS"] <= row["LAS"], code
     assert "XPOS" not in ud_release_table.UDPIPE2_RAW["hu_szeged"]  # published as —
     assert "Lemmas" not in ud_release_table.UDPIPE2_RAW["mt_mudt"]
+
+
+def test_sweeps_are_merged_and_a_rescored_treebank_replaces_its_raw_scores(tmp_path):
+    first, second, rescore = tmp_path / "one", tmp_path / "two", tmp_path / "rescored"
+    for sweep, code, base in ((first, "hu_szeged", 60.0), (second, "ta_ttb", 30.0)):
+        (sweep / code).mkdir(parents=True)
+        (sweep / code / "result.json").write_text(json.dumps(
+            _ours(code, 910, _every_metric(base), {m: base for m in METRICS[3:]})))
+    (second / "skipped.json").write_text(json.dumps({"hu_szeged": "killed", "en_pud": "no train"}))
+    (rescore / "ta_ttb-eval").mkdir(parents=True)
+    (rescore / "ta_ttb-eval" / "ta_ttb-test.raw.metrics.json").write_text(json.dumps(
+        {"f1": _every_metric(40.0)}))
+    udpipe = tmp_path / "udpipe"
+    udpipe.mkdir()
+    text = ud_release_table.table([first, second], udpipe, rescore)
+    lemmas = _section(text, "Features and lemmas, from raw text (F1):")
+    index = METRICS.index("Lemmas")
+    assert _cells(lemmas, "hu_szeged")[4] == f"{60.0 + index:.2f}"  # as the sweep scored it
+    assert _cells(lemmas, "ta_ttb")[4] == f"{40.0 + index:.2f}"  # the rescored figure
+    assert "en_pud" in text and "killed" not in text  # hu_szeged ran in the other sweep
