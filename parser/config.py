@@ -253,6 +253,11 @@ class ModelConfig:
     layers: list[str] = field(default_factory=list)
     layer_weights: dict[str, float] = field(default_factory=dict)
     layer_max_classes: int = 1000
+    # Warm start: the weights and vocabularies of this parser checkpoint (a run's best.pt), trained
+    # further on this run's data (a word new to it reads as UNK, its characters still count). The
+    # model options must build the checkpoint's shapes. Unlike trainer.resume, the step,
+    # optimiser, schedule and early stopping start afresh: active learning's next round.
+    init: str | None = None
     # biaffine (Dozat & Manning 2017); use_words=False: the BiLSTM reads UPOS alone
     use_upos: bool = True
     use_words: bool = True

@@ -52,7 +52,8 @@ NEW_KEYS = ("family", "data.unlabeled_split", "data.short_max_length", "data.dev
             "data.max_sentence_words", "data.unlabeled_size",
             # token-level layers (issue 45): the published runs predicted no LEMMA/XPOS/FEATS
             "model.layers", "model.layer_weights", "model.layer_max_classes",
-            "data.partial_trees")  # annotation files back into training (docs/annotation.md)
+            "data.partial_trees",  # annotation files back into training (docs/annotation.md)
+            "model.init")  # warm start from a checkpoint (active learning's rounds)
 
 
 def migrate(overrides: list[str]) -> list[str]:

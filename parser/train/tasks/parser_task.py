@@ -12,8 +12,10 @@ from typing import Any
 import torch
 from omegaconf import OmegaConf
 
+from parser.data.paths import existing_file
 from parser.data.vocab import Vocabularies
 from parser.inference import log_unknown_words, parse
+from parser.inference.loading import load_parser
 from parser.models.parser_model import ParserModel, build_parser, layers_of
 from parser.runtime.errors import NonFiniteError
 from parser.train.final import evaluate_split, format_scores, restore_best
@@ -33,7 +35,10 @@ class ParserTask:
         cfg, dist = context.cfg, context.dist
         self.cfg, self.dist, self.device = cfg, dist, context.device
         resumed = context.resumed
-        vocabs = Vocabularies.from_state_dict(resumed["vocabs"]) if resumed else None
+        start = _warm_start(cfg.model.init, device=self.device) if cfg.model.init and not resumed \
+            else None
+        vocabs = (Vocabularies.from_state_dict(resumed["vocabs"]) if resumed
+                  else start[1] if start else None)
         self.data: TrainingData = load_training_data(
             cfg.data, seed=cfg.trainer.seed, vocabs=vocabs, num_replicas=dist.world_size,
             rank=dist.rank, objective_terms=cfg.objective.terms,
@@ -48,6 +53,14 @@ class ParserTask:
         self.model: ParserModel = build_parser(
             cfg.model, self.vocabs.sizes(), upos=self.vocabs.upos, chars=self.vocabs.chars,
             rels=self.vocabs.rels, layer_sizes=self.vocabs.layer_sizes()).to(self.device)
+        if start:
+            try:
+                self.model.load_state_dict(start[0].state_dict())
+            except RuntimeError as error:
+                raise ValueError(f"model.init={cfg.model.init}: its weights do not fit this run's "
+                                 f"model options ({str(error).splitlines()[0]}); give the options it "
+                                 f"was trained with") from None
+            log.info("model.init: weights and vocabularies from %s", cfg.model.init)
         objective = build_training_objective(
             cfg.objective.terms, vocabs=self.vocabs, labeled=self.data.labeled, device=self.device
         )
@@ -157,6 +170,12 @@ class ParserTask:
             log.warning("trainer.resume: objective state missing for terms %s, not used for terms "
                         "%s (another objective than the checkpoint's?): those start afresh",
                         missing, unexpected)
+
+
+def _warm_start(path: str, *, device: torch.device) -> tuple[ParserModel, Vocabularies]:
+    """The model and vocabularies of the parser checkpoint ``path`` (``model.init``)."""
+    model, vocabs, _ = load_parser(existing_file(path, option="model.init"), device=device)
+    return model, vocabs
 
 
 @torch.no_grad()

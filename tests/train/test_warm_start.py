@@ -1,0 +1,42 @@
+"""``model.init``: a run that starts from another run's weights and vocabularies (active
+learning's next round), with its own step, optimiser and schedule."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from parser.runtime.checkpoint import load_checkpoint
+from parser.train.loop import Trainer
+from tests.train.helpers import tiny_config
+
+STEPS = ["trainer.max_steps=4", "trainer.eval_every=2"]
+
+
+def test_a_warm_started_run_begins_with_the_checkpoints_weights_and_vocabularies(tmp_path):
+    first = Trainer(tiny_config(*STEPS), run_dir=tmp_path / "first")
+    first.fit()
+    checkpoint = tmp_path / "first" / "checkpoints" / "step-00000004.pt"
+    stored = load_checkpoint(checkpoint)
+    fresh = Trainer(tiny_config(*STEPS), run_dir=tmp_path / "fresh")
+    warm = Trainer(tiny_config(*STEPS, f"model.init={checkpoint}"), run_dir=tmp_path / "warm")
+    for name, value in warm.model.state_dict().items():
+        assert torch.equal(value, stored["model"][name]), name
+    assert any(not torch.equal(value, stored["model"][name])
+               for name, value in fresh.model.state_dict().items())
+    assert warm.task.vocabs.state_dict() == stored["vocabs"]
+    state = warm.fit()
+    assert state.step == 4  # its own steps, not the first run's 4 more
+    assert any(not torch.equal(value, stored["model"][name])
+               for name, value in warm.model.state_dict().items())  # it trained
+
+
+def test_a_checkpoint_of_other_sizes_is_refused_naming_the_option(tmp_path):
+    first = Trainer(tiny_config(*STEPS), run_dir=tmp_path / "first")
+    first.fit()
+    checkpoint = tmp_path / "first" / "checkpoints" / "step-00000004.pt"
+    with pytest.raises(ValueError, match="model.init=.*do not fit this run's model options"):
+        Trainer(tiny_config(*STEPS, f"model.init={checkpoint}", "model.lstm_hidden=24"),
+                run_dir=tmp_path / "other")
+    with pytest.raises(Exception, match="model.init"):
+        Trainer(tiny_config(*STEPS, f"model.init={tmp_path / 'missing.pt'}"), run_dir=tmp_path / "x")
