@@ -21,10 +21,11 @@ annotated so far (``data.partial_trees=true``). Arms (``--arms``):
 
 Choices:
 
-- **No warm start.** The trainer has no option to initialise weights from a checkpoint
-  (``trainer.resume`` restores a run's whole state: its step, optimiser, schedule, early-stopping
-  counters and data-stream position), so every round trains from scratch on the arm's
-  accumulated annotation. Only the selection depends on the previous round's model.
+- **Warm start.** Round 0 trains from scratch for ``--steps`` steps; every run of a later round
+  (the self-training arm's teacher and student too) starts from the arm's last model
+  (``model.init``: its weights and vocabularies, a fresh optimiser and schedule) for
+  ``--round-steps`` steps, as the issue asks. The vocabularies are round 0's (the seed's): a word
+  first seen in a later round's annotation reads as UNK, its characters still count.
 - **Trees only.** The release recipe's parser sizes (``experiment=release_cpu``) with gold UPOS
   input and no tag or layer heads (``model.upos_input=gold model.tag_loss_weight=0
   model.layers=[]``): the pool's words come with gold tags and lemmas, and a tagger trained on
@@ -36,7 +37,8 @@ Choices:
   The word arms may ask again for a word annotated before; ``annotated words`` counts distinct
   words with a gold head in the training file, seed trees included, so a wasted ask costs the
   arm. ``parser-select max_words=120`` (the recipe's training length cap).
-- **Steps.** Each training run has ``--steps`` steps (dev every eighth, the recipe's patience;
+- **Steps.** Each training run has ``--steps`` (round 0) or ``--round-steps`` steps (dev every
+  eighth, the recipe's patience;
   confident arcs warm up over a quarter of them). Estimate, not a measurement: a step of 3,000
   words of the recipe's parser takes about 1 to 1.5 s on one quiet core (ewt_accuracy.md measured
   3.7 s per step of the same sizes at load average 3-14), so the default 400 steps, the dev and
@@ -44,10 +46,10 @@ Choices:
   times that (an unlabeled batch beside each labeled one, and the teacher's marginals), a
   selection about 1-2 minutes on the EWT pool (200,000 words at about 5,000 words/s with
   confidence, predict_speed.md), seconds on a small treebank.
-- **Estimated cost of the default** (4 rounds, 3 seeds, 3 treebanks, 4 arms): per treebank and
-  seed 18 likelihood runs, 5 students and 16 selections, about 5.5 core-hours; about 50
-  core-hours in all, 25 hours with ``--jobs 2`` on the 2-core machine. Without
-  ``words_selftrain`` (the issue's claim is about ``words`` against ``random``): about 21
+- **Estimated cost of the default** (4 rounds, 3 seeds, 3 treebanks, 4 arms; rounds 1-4 at 200
+  warm-started steps, about 5.5 minutes a run): per treebank and seed 2 round-0 runs, 16 round
+  runs, 5 students and 16 selections, about 3.5 core-hours; about 31 core-hours in all. Without
+  ``words_selftrain`` (the issue's claim is about ``words`` against ``random``): about 14
   core-hours. The report writes what the finished steps cost, measured.
 
 Each step writes ``<step>.done.json`` (with its wall seconds) when it finishes; a rerun skips
@@ -110,7 +112,7 @@ MODEL = ["experiment=release_cpu", "model.upos_input=gold", "model.tag_loss_weig
 MAX_WORDS = 120  # release_cpu's data.max_length: a longer sentence would be annotated, not trained
 DEPS = 8
 # Options that change what a finished step means: a rerun with other values is refused.
-FIXED = ("budget", "seed_trees", "cap", "steps", "pool_sentences", "extra")
+FIXED = ("budget", "seed_trees", "cap", "steps", "round_steps", "pool_sentences", "extra")
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,7 @@ class Settings:
     steps: int
     pool_sentences: int | None
     extra: tuple[str, ...]
+    round_steps: int = 0  # steps of a warm-started round (rounds 1..); 0: --steps
 
 
 @dataclass(frozen=True)
@@ -290,36 +293,39 @@ def command_step(name: str, folder: Path, kind: str, argv: list[str], *,
 
 
 def train_overrides(code: str, s: Settings, *, seed: int, train_file: Path, run_dir: Path,
-                    more: tuple[str, ...] = ()) -> list[str]:
+                    steps: int, more: tuple[str, ...] = ()) -> list[str]:
     """A ``parser-train`` run's module and overrides: the recipe's parser, the round's data,
-    ``more`` (the arm's), then ``--extra``."""
+    ``steps``, ``more`` (the arm's and the warm start), then ``--extra``."""
     return ["parser.cli.train", *MODEL, f"data.root={s.root}", f"data.treebank={code}",
             f"data.train_file={train_file}", "data.partial_trees=true", f"trainer.seed={seed}",
-            "trainer.num_threads=1", f"trainer.max_steps={s.steps}",
-            f"trainer.eval_every={max(s.steps // 8, 1)}", "trainer.keep_last=1",
+            "trainer.num_threads=1", f"trainer.max_steps={steps}",
+            f"trainer.eval_every={max(steps // 8, 1)}", "trainer.keep_last=1",
             "trainer.progress=false", *more, *s.extra, f"hydra.run.dir={run_dir}"]
 
 
 def train_steps(name: str, folder: Path, code: str, s: Settings, *, seed: int, train_file: Path,
-                unlabeled: Path | None) -> list[Step]:
+                unlabeled: Path | None, init: Path | None = None) -> list[Step]:
     """A likelihood run in ``folder/run``; with ``unlabeled``, a teacher in ``folder/teacher``
-    and the confident-arc student in ``folder/run``."""
+    and the confident-arc student in ``folder/run``. ``init``: the last round's model, which
+    every run of the round starts from (``model.init``, ``--round-steps`` steps)."""
+    steps = (s.round_steps or s.steps) if init is not None else s.steps
+    warm = (f"model.init={init}",) if init is not None else ()
     if unlabeled is None:
         return [command_step(f"{name}/train", folder, "train", train_overrides(
-            code, s, seed=seed, train_file=train_file, run_dir=folder / "run"),
-            run_dir=folder / "run")]
+            code, s, seed=seed, train_file=train_file, run_dir=folder / "run", steps=steps,
+            more=warm), run_dir=folder / "run")]
     teacher, best = folder / "teacher", folder / "teacher" / "checkpoints" / "best.pt"
     data = (f"data.unlabeled_file={unlabeled}",)
     student = (*data, "objective=confident_arcs",
                f"objective.terms.confident_arcs.checkpoint={best}",
-               f"objective.terms.confident_arcs.warmup={s.steps // 4}")
+               f"objective.terms.confident_arcs.warmup={steps // 4}", *warm)
     return [
         command_step(f"{name}/teacher", folder, "teacher", train_overrides(
-            code, s, seed=seed, train_file=train_file, run_dir=teacher,
-            more=(*data, "objective=likelihood")), run_dir=teacher),
+            code, s, seed=seed, train_file=train_file, run_dir=teacher, steps=steps,
+            more=(*data, "objective=likelihood", *warm)), run_dir=teacher),
         command_step(f"{name}/train", folder, "train", train_overrides(
-            code, s, seed=seed, train_file=train_file, run_dir=folder / "run", more=student),
-            run_dir=folder / "run"),
+            code, s, seed=seed, train_file=train_file, run_dir=folder / "run", steps=steps,
+            more=student), run_dir=folder / "run"),
     ]
 
 
@@ -360,7 +366,8 @@ def chain(code: str, train: Path, seed: int, arm: str, s: Settings) -> list[Step
                           f"{folder / 'train.conllu'}, {folder / 'pool.conllu'}",
                           _annotate_work(folder, base=base, pool=pool, previous=previous)))
         steps += train_steps(name, folder, code, s, seed=seed, train_file=folder / "train.conllu",
-                             unlabeled=folder / "pool.conllu" if arm in SELF_TRAINED else None)
+                             unlabeled=folder / "pool.conllu" if arm in SELF_TRAINED else None,
+                             init=model / "checkpoints" / "best.pt")
         pool, previous, model = folder / "pool.conllu", folder / "annotation.json", folder / "run"
     return steps
 
@@ -660,7 +667,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed-trees", type=int, default=50)
     parser.add_argument("--cap", type=int, default=3, help="words of one sentence per round "
                         "(word arms)")
-    parser.add_argument("--steps", type=int, default=400, help="steps of each training run")
+    parser.add_argument("--steps", type=int, default=400, help="steps of round 0's training runs")
+    parser.add_argument("--round-steps", type=int, default=200,
+                        help="steps of a later round's runs, warm-started from the last round's model")
     parser.add_argument("--pool-sentences", type=int, default=None,
                         help="a random subset of the pool (default: the whole training file)")
     parser.add_argument("--jobs", type=int, default=1,
@@ -675,7 +684,7 @@ def main(argv: list[str] | None = None) -> int:
     if min(args.rounds, args.budget, args.seed_trees, args.cap, args.steps, args.jobs) < 1:
         raise SystemExit("--rounds, --budget, --seed-trees, --cap, --steps, --jobs: at least 1")
     s = Settings(args.root.resolve(), out, args.rounds, args.budget, args.seed_trees, args.cap,
-                 args.steps, args.pool_sentences, tuple(args.extra))
+                 args.steps, args.pool_sentences, tuple(args.extra), args.round_steps)
     infos = [read_treebank_info(s.root, name) for name in args.treebanks]
     check_settings(s, write=not (args.dry_run or args.report))
     chains = plan(s, [(info.code, info.files["train"]) for info in infos], args.seeds, args.arms)

@@ -26,7 +26,7 @@ sys.modules["annotation_sim"] = sim  # dataclasses look their module up by name
 _SPEC.loader.exec_module(sim)
 
 OPTIONS = ["--treebanks", "xx_one", "--seeds", "1", "2", "--rounds", "2", "--budget", "25",
-           "--seed-trees", "5", "--steps", "3"]
+           "--seed-trees", "5", "--steps", "3", "--round-steps", "2"]
 
 
 @pytest.fixture
@@ -70,7 +70,18 @@ def test_a_dry_run_plans_every_arm_round_and_budget_and_writes_nothing(root, tmp
             f"pool={s1 / 'words' / 'r1' / 'pool.conllu'}") in "\n".join(selects)
     for line in trains:
         assert "experiment=release_cpu" in line and "data.partial_trees=true" in line
-        assert "trainer.max_steps=3" in line and "data.treebank=xx_one" in line
+        assert "data.treebank=xx_one" in line
+        # round 0 from scratch; each later round warm-started from the arm's last model
+        run_dir = Path(line.split("hydra.run.dir=")[1].split()[0])
+        round_ = int(run_dir.parent.name[1:])  # .../<arm>/r<k>/run (or teacher)
+        if round_ == 0:
+            assert "trainer.max_steps=3" in line and "model.init=" not in line
+        else:
+            assert "trainer.max_steps=2" in line
+            arm = run_dir.parents[1]
+            last = (arm.parent / "r0" if round_ == 1 and arm.name != "words_selftrain"
+                    else arm / f"r{round_ - 1}")
+            assert f"model.init={last / 'run' / 'checkpoints' / 'best.pt'}" in line, line
     student = next(line for line in trains if "objective=confident_arcs" in line
                    and "/words_selftrain/r2/" in line)
     r2 = out / "xx_one" / "s1" / "words_selftrain" / "r2"
@@ -82,7 +93,7 @@ def test_a_dry_run_plans_every_arm_round_and_budget_and_writes_nothing(root, tmp
 def test_a_dry_run_after_the_steps_are_done_plans_nothing(root, tmp_path, capsys):
     out = tmp_path / "sim"
     settings = sim.Settings(root, out, rounds=2, budget=25, seed_trees=5, cap=3, steps=3,
-                            pool_sentences=None, extra=())
+                            pool_sentences=None, extra=(), round_steps=2)
     train = root / "UD_Xx-One" / "xx_one-ud-train.conllu"
     chains = sim.plan(settings, [("xx_one", train)], [1, 2], list(sim.ARMS))
     for step in chains[0]:  # random, seed 1: its seed split and the shared round 0 too
