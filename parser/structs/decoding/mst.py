@@ -27,6 +27,7 @@ import torch
 from torch import Tensor
 
 from parser.structs.common import check_scores_and_lengths, word_mask
+from parser.structs.decoding.native import native_mst
 
 __all__ = ["NoTreeError", "maximum_spanning_tree"]
 
@@ -37,12 +38,15 @@ class NoTreeError(ValueError):
     """No spanning tree (with the requested root constraint) has a finite score."""
 
 
-def maximum_spanning_tree(scores: Tensor, lengths: Tensor, *, single_root: bool) -> Tensor:
+def maximum_spanning_tree(scores: Tensor, lengths: Tensor, *, single_root: bool,
+                          native: bool = True) -> Tensor:
     """Highest-scoring dependency tree of each sentence.
 
     scores:  ``[B, dep, head]`` = ``[B, N+1, N+1]``, index 0 is ROOT; ``-inf`` forbids an arc.
     lengths: ``[B]`` number of words per sentence.
     single_root: exactly one word attaches to ROOT when True.
+    native: CPU scores go to the compiled decoder where it is available
+    (:mod:`parser.structs.decoding.native`, the same trees); False: this module's torch decoder.
 
     Returns heads ``[B, N+1]`` long on the scores' device; ``heads[:, 0]`` and padding are 0.
     Raises ``NoTreeError`` (a ``ValueError``) when a sentence has no tree of finite score.
@@ -54,6 +58,9 @@ def maximum_spanning_tree(scores: Tensor, lengths: Tensor, *, single_root: bool)
     with torch.no_grad():
         lengths = lengths.to(scores.device)
         real = word_mask(lengths, size)
+        found = native_mst(scores, lengths, single_root=single_root) if native else None
+        if found is not None:
+            return _checked(found, scores, lengths, real, single_root=single_root)
         w = _unit_scale(_arc_weights(scores, lengths, real))
         heads, done = _greedy_trees(w, real, single_root=single_root)
         # Only the sentences whose per-word best heads are no tree go through Chu-Liu/Edmonds
@@ -73,6 +80,13 @@ def maximum_spanning_tree(scores: Tensor, lengths: Tensor, *, single_root: bool)
             if single_root and rest.numel():
                 left = _penalise_root_arcs(w[rest], lengths[rest], real[rest])
                 heads = heads.index_copy(0, rest, _chu_liu_edmonds(left))
+    return _checked(heads, scores, lengths, real, single_root=single_root)
+
+
+def _checked(heads: Tensor, scores: Tensor, lengths: Tensor, real: Tensor, *,
+             single_root: bool) -> Tensor:
+    """``heads`` with padding 0, after checking each tree has a finite score (and one root child
+    when ``single_root``): else :class:`NoTreeError` naming the sentence."""
     heads = torch.where(real, heads, torch.zeros_like(heads))
     picked = scores.detach().gather(2, heads[:, :, None]).squeeze(2)
     stuck = (real & torch.isneginf(picked)).any(dim=1)
