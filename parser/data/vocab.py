@@ -129,6 +129,8 @@ class Vocabularies:
     rels: Vocab
     layers: Mapping[str, Vocab] = field(default_factory=dict)
     lexicons: Mapping[str, Mapping] = field(default_factory=dict)
+    # what decoding derives from them once per model (the layers' Dictionary objects); not state
+    derived: dict = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @classmethod
     def build(cls, sentences: Iterable[Sentence], *, min_freq: int = 2,

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from parser.data.batch import Batch
 from parser.data.conllu_io import Sentence
-from parser.data.layers import layer_of
+from parser.data.layers import Dictionary, layer_of
 from parser.data.vocab import Vocabularies
 from parser.structs import ParserOutput
 
@@ -34,7 +34,9 @@ def layer_columns(out: ParserOutput, batch: Batch, vocabs: Vocabularies,
     lengths = batch.lengths.tolist()
     for name, layer_scores in scores.items():
         layer, classes = layer_of(name), vocabs.layers[name]
-        lexicon = vocabs.lexicons.get(name)
+        lexicon = vocabs.derived.get(name)
+        if lexicon is None and name in vocabs.lexicons:  # once per model: it remembers forms
+            lexicon = vocabs.derived[name] = Dictionary(layer, vocabs.lexicons[name], classes)
         for b, (index, n) in enumerate(zip(batch.index.tolist(), lengths)):
             result[index][layer.column] = layer.decode(sentences[index].forms,
                                                        layer_scores[b, 1 : n + 1], classes, lexicon)

@@ -3,9 +3,16 @@
 Importing the package registers the built-in layers (:data:`LAYERS`); see :mod:`.base`.
 """
 
-from parser.data.layers.base import LAYERS, TokenLayer, encode_targets, layer_of, register_layer
+from parser.data.layers.base import (
+    LAYERS,
+    Dictionary,
+    TokenLayer,
+    encode_targets,
+    layer_of,
+    register_layer,
+)
 from parser.data.layers.lemma import LemmaLayer
 from parser.data.layers.tags import FeatsLayer, XposLayer
 
-__all__ = ["LAYERS", "FeatsLayer", "LemmaLayer", "TokenLayer", "XposLayer", "encode_targets",
+__all__ = ["LAYERS", "Dictionary", "FeatsLayer", "LemmaLayer", "TokenLayer", "XposLayer", "encode_targets",
            "layer_of", "register_layer"]

@@ -27,7 +27,7 @@ from torch import Tensor, nn
 from parser.data.conllu_io import Sentence
 from parser.data.vocab import N_SPECIAL, Vocab
 
-__all__ = ["LAYERS", "TokenLayer", "encode_targets", "layer_of", "register_layer"]
+__all__ = ["LAYERS", "Dictionary", "TokenLayer", "encode_targets", "layer_of", "register_layer"]
 
 log = logging.getLogger(__name__)
 
@@ -175,28 +175,56 @@ class TokenLayer:
         return scores[..., N_SPECIAL:].argmax(-1) + N_SPECIAL
 
     def decode(self, forms: Sequence[str], scores: Tensor, classes: Vocab,
-               lexicon: Mapping | None = None) -> list[str | None]:
+               lexicon: Mapping | Dictionary | None = None) -> list[str | None]:
         """The column's values of words ``forms`` from their class ``scores [n, C]`` over the
         layer's ``classes``: each word's best class, among those ``lexicon`` allows it where it
-        allows any that the head has (:meth:`allowed`)."""
+        allows any that the head has (:meth:`allowed`; a :class:`Dictionary` of it remembers
+        each form's classes across calls)."""
         best = self.predict(scores).tolist()
-        if lexicon and "suffix_length" not in lexicon:  # a LEMMA lexicon of dc4d0bd: form -> lemma
-            lexicon = {"forms": {form: [self.target(form, lexicon[form])] for form in forms
-                                 if form in lexicon}, "suffixes": {}, "suffix_length": 0}
-        if lexicon:
-            choices = [[c for c in classes.indices(self.allowed(form, lexicon) or ()) if c >= N_SPECIAL]
-                       for form in forms]
-            cells = [(word, c) for word, ids in enumerate(choices) for c in ids]
-            if cells:  # one gather for the sentence, then the best allowed class of each word
-                values = scores[[w for w, _ in cells], [c for _, c in cells]].tolist()
-                start = 0
-                for word, ids in enumerate(choices):
-                    if ids:
-                        mine = values[start : start + len(ids)]
-                        best[word] = ids[mine.index(max(mine))]
-                        start += len(ids)
+        if lexicon is not None and not isinstance(lexicon, Dictionary):
+            lexicon = Dictionary(self, lexicon, classes)
+        if lexicon is not None:
+            # only a word whose best class the dictionary rules out needs the scores again
+            choices = [lexicon.ids(form) for form in forms]
+            redo = [(word, ids) for word, (ids, allowed) in enumerate(choices)
+                    if ids and best[word] not in allowed]
+            cells = [(word, c) for word, ids in redo for c in ids]
+            # numpy's fancy indexing: torch's, from Python lists, costs ~150 us a sentence
+            values = (scores.detach().cpu().numpy()[[w for w, _ in cells], [c for _, c in cells]]
+                      .tolist() if cells else [])
+            start = 0
+            for word, ids in redo:
+                mine = values[start : start + len(ids)]
+                best[word] = ids[mine.index(max(mine))]
+                start += len(ids)
         names = classes.tokens
         return [self.value(form, names[c]) for form, c in zip(forms, best)]
+
+
+class Dictionary:
+    """A layer's lexicon (:meth:`TokenLayer.lexicon`) over its head's ``classes``: the class ids
+    each form may take, remembered for up to ``MEMO`` distinct forms (a corpus repeats its forms;
+    the memory stays bounded on one that does not)."""
+
+    MEMO = 200_000
+
+    def __init__(self, layer: TokenLayer, lexicon: Mapping, classes: Vocab) -> None:
+        if "suffix_length" not in lexicon:  # a LEMMA lexicon of dc4d0bd: form -> lemma
+            lexicon = {"forms": {form: [layer.target(form, lemma)] for form, lemma in lexicon.items()},
+                       "suffixes": {}, "suffix_length": 0}
+        self.layer, self.lexicon, self.classes = layer, lexicon, classes
+        self._ids: dict[str, tuple[tuple[int, ...], frozenset[int]]] = {}
+
+    def ids(self, form: str) -> tuple[tuple[int, ...], frozenset[int]]:
+        """The kept class ids ``form`` may take, in class order and as a set (empty: any)."""
+        found = self._ids.get(form)
+        if found is None:
+            allowed = self.layer.allowed(form, self.lexicon) or ()
+            ids = tuple(c for c in self.classes.indices(allowed) if c >= N_SPECIAL)
+            found = (ids, frozenset(ids))
+            if len(self._ids) < self.MEMO:
+                self._ids[form] = found
+        return found
 
 
 def encode_targets(layer: TokenLayer, sentence: Sentence, classes: Vocab) -> Tensor | None:
