@@ -24,6 +24,7 @@ overrides to it.
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -135,6 +136,7 @@ class Annotator:
         self.score, self.tokens_per_batch, self.name = score, tokens_per_batch, name
         self.max_words, self.keep_columns = max_words, keep_columns
         self.device = resolve_device(str(device)) if isinstance(device, str) else device
+        self.blocks = True  # False: annotate() formats no CoNLL-U blocks (scoring_only)
 
     @classmethod
     def load(cls, checkpoint: str | Path, *, device: str = "auto", projective: bool | None = None,
@@ -148,6 +150,13 @@ class Annotator:
         model, vocabs, config = load_decoder(checkpoint, device=torch_device, projective=projective,
                                              attach_to_units=attach_to_units, ud_rules=ud_rules)
         return cls(model, vocabs, config=config, tagger=tagger, device=torch_device, **options)
+
+    def scoring_only(self) -> Annotator:
+        """This annotator, but :meth:`annotate` returns empty blocks and predicts no layer
+        columns: the trees' scores and confidence alone, what ranking a pool reads (a copy)."""
+        other = copy.copy(self)
+        other.blocks = False
+        return other
 
     @property
     def alternatives(self) -> bool:
@@ -224,9 +233,11 @@ class Annotator:
             return blocks, refused, None, [None] * len(chunk)
         predictions = parse(self.model, words, self.vocabs, tokens_per_batch=self.tokens_per_batch,
                             cells_per_batch=CELLS_PER_TOKEN * self.tokens_per_batch,
-                            device=self.device, score=self.score, confidence=self.confidence)
-        blocks = prediction_blocks(chunk, predictions, upos=upos, keep_deps=self.keep_deps,
-                                   keep_columns=self.keep_columns)
+                            device=self.device, score=self.score, confidence=self.confidence,
+                            columns=self.blocks)
+        blocks = (prediction_blocks(chunk, predictions, upos=upos, keep_deps=self.keep_deps,
+                                    keep_columns=self.keep_columns) if self.blocks
+                  else [""] * len(chunk))
         return blocks, 0, predictions.scores, predictions.confidence or [None] * len(chunk)
 
     def _trees(self, chunk: list[Sentence], words: list[Sentence], upos, *, position: int,

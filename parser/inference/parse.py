@@ -93,10 +93,12 @@ def parse(
     device: torch.device | str = "cpu",
     score: bool = True,
     confidence: bool = False,
+    columns: bool = True,
 ) -> Predictions:
     """Best trees of ``sentences`` (model in eval mode for the call, training mode restored).
     ``cells_per_batch`` bounds batch size x (longest + 1)^2 (see ``BucketBatcher``).
-    ``confidence``: also the marginals of the written trees (:mod:`parser.inference.confidence`)."""
+    ``confidence``: also the marginals of the written trees (:mod:`parser.inference.confidence`);
+    ``columns``: the token-level layers' columns (False: none, for a caller that writes nothing)."""
     sentences = list(sentences)
     encoded = encode_all(sentences, vocabs, layer_targets=False)
     gold = score and all(e.heads is not None for e in encoded)
@@ -106,7 +108,7 @@ def parse(
     rels: list[list[str | None] | None] = [None] * len(encoded)
     tags: list[list[str] | None] = [None] * len(encoded)
     sure: list[SentenceConfidence | None] = [None] * len(encoded)
-    columns: list[dict[str, list[str | None]]] = [{} for _ in encoded]
+    layer_values: list[dict[str, list[str | None]]] = [{} for _ in encoded]
     tagged = known = 0
     rel_names, tag_names = vocabs.rels.tokens, vocabs.upos.tokens
     for batch, out in model_outputs(model, encoded, tokens_per_batch=tokens_per_batch,
@@ -116,8 +118,9 @@ def parse(
             metric.update(pred_heads, pred_rels, batch.heads, batch.rels, batch.lengths,
                           rel_universal=rel_universal.to(pred_heads.device))
         batch_sure = batch_confidence(out, pred_heads, pred_rels) if confidence else None
-        for index, values in layer_columns(out, batch, vocabs, sentences).items():
-            columns[index] = values
+        if columns:
+            for index, values in layer_columns(out, batch, vocabs, sentences).items():
+                layer_values[index] = values
         # Python lists once per batch, not per sentence (tensor indexing costs ~µs a call).
         own = getattr(out, "upos", None)  # a parser with a UPOS head (TaggedOutput)
         batch_heads = pred_heads.tolist()
@@ -141,7 +144,7 @@ def parse(
         scores = {**scores, "upos_acc": 100.0 * tagged / known}
     own_tags = all(t is not None for t in tags) and bool(tags)
     return Predictions(heads=heads, deprels=rels, scores=scores, upos=tags if own_tags else None,
-                       confidence=sure if confidence else None, columns=columns)
+                       confidence=sure if confidence else None, columns=layer_values)
 
 
 def unknown_words(sentences: Sequence[Sentence], vocabs: Vocabularies) -> tuple[int, int]:

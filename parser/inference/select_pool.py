@@ -134,8 +134,9 @@ def rank_pool(annotator: Annotator, sentences: Iterable[Sentence], options: Sele
     if not annotator.confidence:
         raise ValueError("rank_pool: the annotator must compute confidence (confidence=True)")
     words = 0
-    for part in annotator.stream(_counted(_checked_upos(sentences, annotator), lengths),
-                                 chunk_size=chunk_size):
+    ranker = annotator.scoring_only()  # no blocks or columns: pass 2 writes the chosen ones
+    for part in ranker.stream(_counted(_checked_upos(sentences, annotator), lengths),
+                              chunk_size=chunk_size):
         for length, sure in zip(lengths, part.confidence or [None] * part.sentences):
             failed += sure is None
             chooser.add(count, length, sure)

@@ -153,3 +153,16 @@ def test_bad_options_are_named(select_checkpoint, fixtures, tmp_path, capsys):
                              (["budget=-1"], "budget=-1")):
         assert _select(select_checkpoint, pool, tmp_path / "x.conllu", *options) == 2
         assert message in capsys.readouterr().err
+
+
+def test_ranking_reads_the_same_confidence_without_writing_blocks(select_checkpoint, fixtures):
+    from parser.data.conllu_io import read_conllu
+    from parser.inference import Annotator
+
+    sentences = read_conllu(fixtures / "tiny-dev.conllu").sentences
+    annotator = Annotator.load(select_checkpoint, device="cpu", confidence=True)
+    full, ranking = annotator.annotate(sentences), annotator.scoring_only().annotate(sentences)
+    assert annotator.blocks and full.blocks[0].strip()  # the annotator itself is unchanged
+    assert ranking.blocks == [""] * len(sentences)
+    assert [c.head_probs for c in ranking.confidence] == [c.head_probs for c in full.confidence]
+    assert [c.tree_entropy for c in ranking.confidence] == [c.tree_entropy for c in full.confidence]
