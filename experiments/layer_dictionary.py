@@ -1,6 +1,7 @@
 """The layers' dictionary on a dev set (``TokenLayer.lexicon``): each layer's accuracy from gold
 tokens with the head's argmax alone and with the dictionary of the training file, split by words
-seen and unseen in training, for suffix lengths to choose ``SUFFIX_LENGTH`` from.
+seen and unseen in training, for suffix lengths to choose ``SUFFIX_LENGTH`` from; and the UPOS
+of the joint tag head decoded through a dictionary of seen forms only, or of forms and suffixes.
 
 The parser of a pipeline file (or a parser checkpoint) reads the gold tokens and UPOS-free input
 of the dev file; its layers' scores are decoded twice by :meth:`TokenLayer.decode`. Nothing is
@@ -20,10 +21,10 @@ from pathlib import Path
 
 import torch
 
-import parser.data.layers.base as layer_base
 from parser.data.batching import encode_all
 from parser.data.conllu_io import read_conllu
-from parser.data.layers import layer_of
+from parser.data.layers import TokenLayer, UposColumn, layer_of
+from parser.data.layers.base import SUFFIX_LENGTH
 from parser.data.paths import treebank_file
 from parser.inference.parse import model_outputs
 from parser.runtime.checkpoint import load_checkpoint
@@ -38,6 +39,25 @@ def load_parser(path: Path):
     from parser.inference.annotator import Annotator
     annotator = Annotator.load(path, device="cpu")
     return annotator.model, annotator.vocabs
+
+
+class UposWithSuffixes(UposColumn):
+    suffix_length = SUFFIX_LENGTH
+
+
+def count_upos(counts: Counter, scores, batch, sentences, vocabs, arms: dict) -> None:
+    """UPOS right per arm (the head's argmax, then each dictionary), seen and unseen words."""
+    for b, (index, n) in enumerate(zip(batch.index.tolist(), batch.lengths.tolist())):
+        sentence, rows = sentences[index], scores[b, 1 : n + 1]
+        seen = arms["forms only"]["forms"]
+        guesses = {"argmax": UposColumn().decode(sentence.forms, rows, vocabs.upos)}
+        for arm, lexicon in arms.items():
+            guesses[arm] = UposColumn().decode(sentence.forms, rows, vocabs.upos, lexicon)
+        for w, (form, gold) in enumerate(zip(sentence.forms, sentence.upos)):
+            kind = "seen" if form in seen else "unseen"
+            counts[("upos", kind, "words")] += 1
+            for arm, guess in guesses.items():
+                counts[("upos", kind, arm)] += guess[w] == gold
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,12 +75,18 @@ def main(argv: list[str] | None = None) -> int:
     encoded = encode_all(sentences, vocabs, layer_targets=False)
     dictionaries = {}
     for length in args.suffix_lengths:
-        layer_base.SUFFIX_LENGTH = length  # the dictionary's suffixes are built up to it
+        TokenLayer.suffix_length = length  # the dictionary's suffixes are built up to it
         dictionaries[length] = {name: layer_of(name).lexicon(trees) for name in vocabs.layers}
+    TokenLayer.suffix_length = SUFFIX_LENGTH
+    # UPOS (the tag head; UposColumn keeps seen forms only): forms only against forms and suffixes
+    tag_arms = {"forms only": UposColumn().lexicon(trees),
+                f"suffixes up to {SUFFIX_LENGTH}": UposWithSuffixes().lexicon(trees)}
     counts: Counter = Counter()
     with torch.no_grad():
         for batch, out in model_outputs(model, encoded, tokens_per_batch=2000,
                                         cells_per_batch=None, device="cpu"):
+            if getattr(out, "tag_scores", None) is not None:
+                count_upos(counts, out.tag_scores, batch, sentences, vocabs, tag_arms)
             for name, scores in out.layer_scores.items():
                 layer, classes = layer_of(name), vocabs.layers[name]
                 for b, (index, n) in enumerate(zip(batch.index.tolist(), batch.lengths.tolist())):
@@ -77,11 +103,14 @@ def main(argv: list[str] | None = None) -> int:
                         for arm, guess in zip(arms, guesses):
                             counts[(name, kind, arm)] += guess == truth
     table = {}
-    for name in vocabs.layers:
+    arms_of = {name: ["argmax", *(f"suffix {length}" for length in args.suffix_lengths)]
+               for name in vocabs.layers}
+    if counts[("upos", "seen", "words")]:
+        arms_of["upos"] = ["argmax", *tag_arms]
+    for name, arms in arms_of.items():
         for kind in ("seen", "unseen", "all"):
             words = (counts[(name, kind, "words")] if kind != "all" else
                      counts[(name, "seen", "words")] + counts[(name, "unseen", "words")])
-            arms = ["argmax", *(f"suffix {length}" for length in args.suffix_lengths)]
             right = {arm: (counts[(name, kind, arm)] if kind != "all" else
                            counts[(name, "seen", arm)] + counts[(name, "unseen", arm)])
                      for arm in arms}

@@ -134,10 +134,13 @@ class Vocabularies:
 
     @classmethod
     def build(cls, sentences: Iterable[Sentence], *, min_freq: int = 2,
-              layers: Sequence[TokenLayer] = (), max_classes: int = 1000) -> Vocabularies:
+              layers: Sequence[TokenLayer] = (), max_classes: int = 1000,
+              tag_dictionary: TokenLayer | None = None) -> Vocabularies:
         """Vocabularies of the training ``sentences``; words need ``min_freq`` occurrences,
         characters, tags and relations one; each of ``layers`` keeps at most ``max_classes``
-        classes (:meth:`parser.data.layers.TokenLayer.classes`), from the sentences with heads."""
+        classes (:meth:`parser.data.layers.TokenLayer.classes`), from the sentences with heads;
+        ``tag_dictionary``: the UPOS dictionary of a parser that tags its own words
+        (``lexicons["upos"]``, :class:`parser.data.layers.UposColumn`)."""
         sentences = list(sentences)
         words: Counter[str] = Counter()
         upos: Counter[str] = Counter()
@@ -155,6 +158,8 @@ class Vocabularies:
         classes = {layer.name: layer.classes(trees, max_classes=max_classes) for layer in layers}
         lexicons = {layer.name: layer.lexicon(trees) for layer in layers
                     if classes[layer.name] is not None}
+        if tag_dictionary is not None:
+            lexicons[tag_dictionary.name] = tag_dictionary.lexicon(trees)
         return cls(Vocab.build(words, min_freq=min_freq, name="words"),
                    Vocab.build(chars, name="chars"), Vocab.build(upos, name="upos"),
                    Vocab.build(rels, name="rels"),

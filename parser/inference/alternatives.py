@@ -38,7 +38,7 @@ from torch import Tensor
 from parser.data.batching import encode_all
 from parser.data.conllu_io import Sentence
 from parser.data.vocab import Vocabularies
-from parser.inference.columns import layer_columns
+from parser.inference.columns import dictionary_tags, layer_columns
 from parser.inference.confidence import SentenceConfidence, batch_confidence
 from parser.inference.fixed_arcs import ArcConstraints, constrain_output
 from parser.inference.parse import model_outputs
@@ -115,6 +115,7 @@ def parse_alternatives(
     for batch, out in model_outputs(model, encoded, tokens_per_batch=tokens_per_batch,
                                     cells_per_batch=cells_per_batch, device=device):
         index = batch.index.tolist()
+        out = dictionary_tags(out, batch, vocabs, sentences)
         free = out  # unconstrained: what the decoder's best tree reads
         problems: list[str | None] = [None] * len(index)
         constrained = torch.zeros(len(index), dtype=torch.bool, device=batch.lengths.device)

@@ -12,17 +12,22 @@ has one, predictions fill only its ``_``, and a column the model does not predic
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+import torch
 
 from parser.data.batch import Batch
 from parser.data.conllu_io import Sentence
-from parser.data.layers import Dictionary, layer_of
-from parser.data.vocab import Vocabularies
+from parser.data.layers import Dictionary, TokenLayer, UposColumn, layer_of
+from parser.data.vocab import Vocab, Vocabularies
 from parser.structs import ParserOutput
 
-__all__ = ["ANNOTATION_COLUMNS", "KEEP_COLUMNS", "layer_columns", "written_columns"]
+__all__ = ["ANNOTATION_COLUMNS", "KEEP_COLUMNS", "dictionary_tags", "layer_columns",
+           "written_columns"]
 
 ANNOTATION_COLUMNS = ("LEMMA", "UPOS", "XPOS", "FEATS")
 KEEP_COLUMNS = ("none", "given")
+UPOS = UposColumn()
 
 
 def layer_columns(out: ParserOutput, batch: Batch, vocabs: Vocabularies,
@@ -34,13 +39,37 @@ def layer_columns(out: ParserOutput, batch: Batch, vocabs: Vocabularies,
     lengths = batch.lengths.tolist()
     for name, layer_scores in scores.items():
         layer, classes = layer_of(name), vocabs.layers[name]
-        lexicon = vocabs.derived.get(name)
-        if lexicon is None and name in vocabs.lexicons:  # once per model: it remembers forms
-            lexicon = vocabs.derived[name] = Dictionary(layer, vocabs.lexicons[name], classes)
+        lexicon = _dictionary(vocabs, layer, classes)
         for b, (index, n) in enumerate(zip(batch.index.tolist(), lengths)):
             result[index][layer.column] = layer.decode(sentences[index].forms,
                                                        layer_scores[b, 1 : n + 1], classes, lexicon)
     return result
+
+
+def dictionary_tags(out: ParserOutput, batch: Batch, vocabs: Vocabularies,
+                    sentences: Sequence[Sentence]) -> ParserOutput:
+    """``out`` with the tags of a parser that tags its own words (``out.upos``) decoded through
+    its UPOS dictionary (:class:`parser.data.layers.UposColumn`: a form seen in training takes
+    the best of its training tags), before the decoder and the writers read them; unchanged for
+    a model without one (older checkpoints, parsers that read given tags)."""
+    scores = getattr(out, "tag_scores", None)
+    if scores is None or getattr(out, "upos", None) is None or UPOS.name not in vocabs.lexicons:
+        return out
+    chooser = _dictionary(vocabs, UPOS, vocabs.upos)
+    upos = out.upos.clone()
+    for b, (index, n) in enumerate(zip(batch.index.tolist(), batch.lengths.tolist())):
+        best = chooser.best(sentences[index].forms, scores[b, 1 : n + 1])
+        upos[b, 1 : n + 1] = torch.tensor(best, dtype=upos.dtype, device=upos.device)
+    return replace(out, upos=upos)
+
+
+def _dictionary(vocabs: Vocabularies, layer: TokenLayer, classes: Vocab) -> Dictionary | None:
+    """The :class:`Dictionary` of ``layer`` in ``vocabs``, built once per model (it remembers
+    the forms it has seen); None when the vocabularies hold none."""
+    found = vocabs.derived.get(layer.name)
+    if found is None and layer.name in vocabs.lexicons:
+        found = vocabs.derived[layer.name] = Dictionary(layer, vocabs.lexicons[layer.name], classes)
+    return found
 
 
 def written_columns(sentence: Sentence, predicted: Mapping[str, Sequence[str | None]], *,

@@ -21,7 +21,7 @@ from parser.data.batching import BucketBatcher, encode_all
 from parser.data.conllu_io import Sentence, format_sentence
 from parser.data.vocab import UNK, Vocabularies
 from parser.eval.metrics import AttachmentMetric
-from parser.inference.columns import layer_columns, written_columns
+from parser.inference.columns import dictionary_tags, layer_columns, written_columns
 from parser.inference.confidence import SentenceConfidence, batch_confidence, confidence_annotations
 from parser.models.parser_model import ParserModel, reads_own_tags
 from parser.runtime.io_atomic import atomic_write
@@ -113,6 +113,7 @@ def parse(
     rel_names, tag_names = vocabs.rels.tokens, vocabs.upos.tokens
     for batch, out in model_outputs(model, encoded, tokens_per_batch=tokens_per_batch,
                                     cells_per_batch=cells_per_batch, device=device, labeled=gold):
+        out = dictionary_tags(out, batch, vocabs, sentences)
         pred_heads, pred_rels = model.decoder.decode(out, upos=batch.upos)
         if metric is not None:
             metric.update(pred_heads, pred_rels, batch.heads, batch.rels, batch.lengths,

@@ -203,13 +203,15 @@ def load_training_data(
     cfg: DataConfig, *, seed: int, vocabs: Vocabularies | None = None, num_replicas: int = 1,
     rank: int = 0, objective_terms: Mapping | None = None, projective_trees: bool = False,
     layers: Sequence[TokenLayer] = (), layer_max_classes: int = 1000,
+    tag_dictionary: TokenLayer | None = None,
 ) -> TrainingData:
     """Read the files, tag the unlabeled text (``data.tagger``), build (or reuse, when
     resuming) the vocabularies, make the stream. ``objective_terms`` (``objective.terms``) says
     whether a term reads the unlabeled text's UPOS: missing UPOS and no tagger is then an error.
     ``projective_trees`` (``model.crf=projective``): labeled trees that are not projective are
     left out (:func:`projective_only`). ``layers``: the token-level layers whose classes the
-    vocabularies hold (at most ``layer_max_classes`` each), built from the labeled trees."""
+    vocabularies hold (at most ``layer_max_classes`` each), built from the labeled trees;
+    ``tag_dictionary``: the UPOS dictionary to build too (a parser that tags its own words)."""
     info = check_treebank(cfg)
     train = read_split(cfg, "train")
     sentences = list(train.sentences) if train is not None else []
@@ -253,7 +255,7 @@ def load_training_data(
     report_unknown_upos(labeled + unlabeled)
     if vocabs is None:
         vocabs = Vocabularies.build(labeled + unlabeled, min_freq=cfg.min_freq, layers=layers,
-                                    max_classes=layer_max_classes)
+                                    max_classes=layer_max_classes, tag_dictionary=tag_dictionary)
     if cfg.unlabeled_size is not None:
         # After the vocabulary: every size has the full-size run's, so one teacher serves them all.
         unlabeled = [unlabeled[i] for i in unlabeled_subset(len(unlabeled), size=cfg.unlabeled_size,

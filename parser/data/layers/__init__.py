@@ -12,7 +12,7 @@ from parser.data.layers.base import (
     register_layer,
 )
 from parser.data.layers.lemma import LemmaLayer
-from parser.data.layers.tags import FeatsLayer, XposLayer
+from parser.data.layers.tags import FeatsLayer, UposColumn, XposLayer
 
-__all__ = ["LAYERS", "Dictionary", "FeatsLayer", "LemmaLayer", "TokenLayer", "XposLayer", "encode_targets",
+__all__ = ["LAYERS", "Dictionary", "FeatsLayer", "LemmaLayer", "TokenLayer", "UposColumn", "XposLayer", "encode_targets",
            "layer_of", "register_layer"]

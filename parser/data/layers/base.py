@@ -79,6 +79,8 @@ class TokenLayer:
     # '_' is a value of the column, not a gap (FEATS: a word without features), once training
     # has any other value in it; otherwise '_' is unannotated, as XPOS and LEMMA have it.
     underscore_is_value: ClassVar[bool] = False
+    # the dictionary's longest suffix (lexicon); 0: seen forms only
+    suffix_length: ClassVar[int] = SUFFIX_LENGTH
 
     def target(self, form: str, value: str) -> str:
         """The class of a word with ``form`` whose column holds ``value`` (never ``_``)."""
@@ -131,7 +133,8 @@ class TokenLayer:
         ta_ttb and hu_szeged it raised the release recipe's FEATS on seen words from 90.4/93.3%
         to 95.4/96.7% and on unseen ones from 63.2/72.0% to 71.3/78.9%, LEMMA's seen from
         89.5/96.1% to 99.5/98.7% and unseen from 57.8/74.9% to 71.7/78.7%
-        (experiments/results/layer_dictionary.md; ``SUFFIX_LENGTH`` chosen there).
+        (experiments/results/layer_dictionary.md; ``SUFFIX_LENGTH`` chosen there). A layer whose
+        ``suffix_length`` is 0 has seen forms only.
         """
         seen: defaultdict[str, set[str]] = defaultdict(set)
         for sentence in sentences:
@@ -142,11 +145,11 @@ class TokenLayer:
             return None
         suffixes: defaultdict[str, set[str]] = defaultdict(set)
         for form, targets in seen.items():
-            for length in range(1, min(SUFFIX_LENGTH, len(form) - 1) + 1):
+            for length in range(1, min(self.suffix_length, len(form) - 1) + 1):
                 suffixes[form[-length:]].update(targets)
         return {"forms": {form: sorted(targets) for form, targets in seen.items()},
                 "suffixes": {suffix: sorted(targets) for suffix, targets in suffixes.items()},
-                "suffix_length": SUFFIX_LENGTH}
+                "suffix_length": self.suffix_length}
 
     def allowed(self, form: str, lexicon: Mapping) -> list[str] | None:
         """The classes ``lexicon`` (:meth:`lexicon`) allows a word ``form``: those seen with the
@@ -180,23 +183,9 @@ class TokenLayer:
         layer's ``classes``: each word's best class, among those ``lexicon`` allows it where it
         allows any that the head has (:meth:`allowed`; a :class:`Dictionary` of it remembers
         each form's classes across calls)."""
-        best = self.predict(scores).tolist()
         if lexicon is not None and not isinstance(lexicon, Dictionary):
             lexicon = Dictionary(self, lexicon, classes)
-        if lexicon is not None:
-            # only a word whose best class the dictionary rules out needs the scores again
-            choices = [lexicon.ids(form) for form in forms]
-            redo = [(word, ids) for word, (ids, allowed) in enumerate(choices)
-                    if ids and best[word] not in allowed]
-            cells = [(word, c) for word, ids in redo for c in ids]
-            # numpy's fancy indexing: torch's, from Python lists, costs ~150 us a sentence
-            values = (scores.detach().cpu().numpy()[[w for w, _ in cells], [c for _, c in cells]]
-                      .tolist() if cells else [])
-            start = 0
-            for word, ids in redo:
-                mine = values[start : start + len(ids)]
-                best[word] = ids[mine.index(max(mine))]
-                start += len(ids)
+        best = lexicon.best(forms, scores) if lexicon is not None else self.predict(scores).tolist()
         names = classes.tokens
         return [self.value(form, names[c]) for form, c in zip(forms, best)]
 
@@ -214,6 +203,24 @@ class Dictionary:
                        "suffixes": {}, "suffix_length": 0}
         self.layer, self.lexicon, self.classes = layer, lexicon, classes
         self._ids: dict[str, tuple[tuple[int, ...], frozenset[int]]] = {}
+
+    def best(self, forms: Sequence[str], scores: Tensor) -> list[int]:
+        """Each word's best class id by ``scores [n, C]`` among those its form may take."""
+        best = self.layer.predict(scores).tolist()
+        # only a word whose best class the dictionary rules out needs the scores again
+        choices = [self.ids(form) for form in forms]
+        redo = [(word, ids) for word, (ids, allowed) in enumerate(choices)
+                if ids and best[word] not in allowed]
+        cells = [(word, c) for word, ids in redo for c in ids]
+        # numpy's fancy indexing: torch's, from Python lists, costs ~150 us a sentence
+        values = (scores.detach().cpu().numpy()[[w for w, _ in cells], [c for _, c in cells]]
+                  .tolist() if cells else [])
+        start = 0
+        for word, ids in redo:
+            mine = values[start : start + len(ids)]
+            best[word] = ids[mine.index(max(mine))]
+            start += len(ids)
+        return best
 
     def ids(self, form: str) -> tuple[tuple[int, ...], frozenset[int]]:
         """The kept class ids ``form`` may take, in class order and as a set (empty: any)."""

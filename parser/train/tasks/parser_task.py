@@ -12,11 +12,12 @@ from typing import Any
 import torch
 from omegaconf import OmegaConf
 
+from parser.data.layers import UposColumn
 from parser.data.paths import existing_file
 from parser.data.vocab import Vocabularies
 from parser.inference import log_unknown_words, parse
 from parser.inference.loading import load_parser
-from parser.models.parser_model import ParserModel, build_parser, layers_of
+from parser.models.parser_model import ParserModel, build_parser, layers_of, reads_own_tags
 from parser.runtime.errors import NonFiniteError
 from parser.train.final import evaluate_split, format_scores, restore_best
 from parser.train.objective import build_training_objective
@@ -44,6 +45,7 @@ class ParserTask:
             rank=dist.rank, objective_terms=cfg.objective.terms,
             projective_trees=str(cfg.model.crf) == "projective", layers=layers_of(cfg.model),
             layer_max_classes=int(cfg.model.layer_max_classes),
+            tag_dictionary=UposColumn() if reads_own_tags(cfg.model) else None,
         )
         self.vocabs = self.data.vocabs
         if dist.is_main:
