@@ -73,6 +73,7 @@ class ScorerKind(str, Enum):
 class EncoderKind(str, Enum):
     bilstm = "bilstm"  # word + character embeddings into the scorer's BiLSTM (Dozat & Manning)
     transformer = "transformer"  # a pretrained Hugging Face encoder (parser.models.transformer)
+    cnn = "cnn"  # word + character embeddings into residual convolutions (a lean student, issue 47)
 
 
 class Pooling(str, Enum):
@@ -206,6 +207,10 @@ class EncoderConfig:
     cache: bool = True  # frozen only: features of a sentence computed once per process
     dropout: float = 0.2  # on the mixed features
     lstm_layers: int = 0
+    # cnn: residual convolutions instead of the BiLSTM (parser.models.layers.ConvEncoder)
+    conv_width: int = 256
+    conv_depth: int = 4
+    conv_kernel: int = 3  # words per window (odd)
     use_chars: bool = False
 
 

@@ -13,7 +13,7 @@ from parser.data.layers import layer_of
 from parser.models.char_encoder import CharLSTM
 from parser.models.checks import check_batch
 from parser.models.edge_scores import EdgeScores
-from parser.models.layers import MLP, Biaffine, Bilinear, BiLSTM, dropped_words
+from parser.models.layers import MLP, Biaffine, Bilinear, BiLSTM, ConvEncoder, dropped_words
 from parser.models.transformer import TransformerEncoder
 
 UNK = 1  # id 0 = PAD, 1 = UNK, 2 = ROOT in every vocabulary (the data layer's convention)
@@ -37,7 +37,9 @@ class BiaffineScorer(nn.Module):
     words with a pretrained transformer (:class:`~parser.models.transformer.TransformerEncoder`,
     which needs the character vocabulary ``char_tokens`` to spell them); its mixed features,
     with the word/character embeddings when ``encoder.use_chars`` and UPOS when ``use_upos``,
-    go through ``encoder.lstm_layers`` BiLSTM layers (0: none) into the MLPs. ``n_tags`` > 0
+    go through ``encoder.lstm_layers`` BiLSTM layers (0: none) into the MLPs. With ``kind: cnn``
+    residual convolutions (:class:`~parser.models.layers.ConvEncoder`, ``encoder.conv_width``,
+    ``conv_depth``, ``conv_kernel``) replace the BiLSTM (``lstm_*`` are not read). ``n_tags`` > 0
     adds a UPOS head on the same states (``EdgeScores.tags``); ``layer_sizes`` (layer name ->
     number of classes) a head per token-level layer (:mod:`parser.data.layers`,
     ``EdgeScores.layers``).
@@ -70,6 +72,9 @@ class BiaffineScorer(nn.Module):
         super().__init__()
         encoder = {key: getattr(value, "value", value) for key, value in (encoder or {}).items()}
         transformer_chosen = encoder.get("kind", "bilstm") == "transformer"
+        self.convolutions = None if encoder.get("kind", "bilstm") != "cnn" else {
+            "width": int(encoder.get("conv_width", 256)), "depth": int(encoder.get("conv_depth", 4)),
+            "kernel": int(encoder.get("conv_kernel", 3))}
         if not (use_words or use_upos or transformer_chosen):
             raise ValueError("use_words=False and use_upos=False: the scorer would read nothing")
         for name, value in (("n_words", n_words), ("n_chars", n_chars), ("n_upos", n_upos)):
@@ -124,9 +129,12 @@ class BiaffineScorer(nn.Module):
         if n_input == 0:
             raise ValueError("the scorer would read nothing: no words, no UPOS, no transformer")
         self.input_dropout = nn.Dropout(dropout)
-        self.lstm = None
+        self.lstm = self.conv = None
         n_states = n_input
-        if z["lstm_layers"] > 0:
+        if self.convolutions is not None:
+            self.conv = ConvEncoder(n_input, **self.convolutions, dropout=z["dropout"])
+            n_states = self.conv.hidden_size
+        elif z["lstm_layers"] > 0:
             self.lstm = BiLSTM(n_input, z["lstm_hidden"], num_layers=z["lstm_layers"], dropout=dropout)
             n_states = 2 * z["lstm_hidden"]
         self.lstm_dropout = nn.Dropout(dropout)
@@ -158,8 +166,9 @@ class BiaffineScorer(nn.Module):
         if self.upos_embed is not None:
             inputs.append(self.upos_embed(batch.upos))
         x = torch.cat(inputs, dim=-1)
-        if self.lstm is not None:
-            states, _ = self.lstm(self.input_dropout(x), lengths + 1)  # ROOT and the words
+        context = self.lstm if self.lstm is not None else self.conv
+        if context is not None:
+            states, _ = context(self.input_dropout(x), lengths + 1)  # ROOT and the words
             states = self.lstm_dropout(states)  # [B, N+1, 2 * lstm_hidden], zero beyond lengths
         else:
             states = self.input_dropout(x)

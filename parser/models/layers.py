@@ -181,3 +181,34 @@ def dropped_words(word_mask: Tensor, rate: float) -> Tensor:
     """``[B, N+1]`` bool: real words (``word_mask``: not ROOT, not padding) to read as UNK in
     training, each with probability ``rate`` (word dropout)."""
     return (torch.rand(word_mask.shape, device=word_mask.device) < rate) & word_mask
+
+
+class ConvEncoder(nn.Module):
+    """Residual 1-D convolutions over a sentence's words: the encoder of a lean student
+    (``model/encoder=cnn``; issue 47), as spaCy's tok2vec CNN (a window of one word each side,
+    depth 4) where the BiLSTM reads the whole sentence at several times the arithmetic.
+
+    A linear map to ``width``, then ``depth`` blocks, each ``h = LayerNorm(h + dropout(GELU(
+    conv(h))))`` with a ``kernel``-word window; padding is zeroed before every convolution, so a
+    sentence encodes the same in any batch. The call is the BiLSTM's: ``(x [B, T, n_in], lengths
+    [B]) -> (states [B, T, width], None)``, zero beyond each length.
+    """
+
+    def __init__(self, n_in: int, width: int, *, depth: int, kernel: int, dropout: float) -> None:
+        super().__init__()
+        if depth < 1 or width < 1 or kernel < 1 or kernel % 2 == 0:
+            raise ValueError(f"encoder: conv_width={width}, conv_depth={depth}, conv_kernel="
+                             f"{kernel}: need positive sizes and an odd kernel")
+        self.hidden_size, self.dropout = width, dropout
+        self.project = nn.Linear(n_in, width)
+        self.convs = nn.ModuleList(nn.Conv1d(width, width, kernel, padding=kernel // 2)
+                                   for _ in range(depth))
+        self.norms = nn.ModuleList(nn.LayerNorm(width) for _ in range(depth))
+
+    def forward(self, x: Tensor, lengths: Tensor) -> tuple[Tensor, None]:
+        present = (torch.arange(x.shape[1], device=x.device) < lengths.to(x.device)[:, None])[..., None]
+        h = self.project(x) * present
+        for conv, norm in zip(self.convs, self.norms):
+            y = nn.functional.gelu(conv(h.transpose(1, 2)).transpose(1, 2))
+            h = norm(h + nn.functional.dropout(y, self.dropout, self.training)) * present
+        return h, None
