@@ -2,8 +2,9 @@
 
 Every machine this project runs on has gcc and the C library, so the C twin of
 :mod:`parser.structs.decoding.mst` is compiled the first time a process decodes (about a second)
-into a cache folder (``$PARSER_NATIVE_CACHE``, else ``~/.cache/parser/native``), keyed by the
-source's digest, and loaded with ctypes. Where it cannot be built or loaded (no compiler, a
+into a cache folder (``$PARSER_NATIVE_CACHE``, else ``~/.cache/parser/native``, else the
+temporary folder when that one cannot be written), keyed by the source's digest, and loaded with
+ctypes. Where it cannot be built or loaded (no compiler, a
 read-only cache), or with ``PARSER_NATIVE=0``, :func:`native_mst` returns None, said once in the
 log, and the pure-torch decoder runs instead: the two give the same trees (tests compare them
 tree for tree), the torch one stays the reference.
@@ -43,32 +44,41 @@ def native_library() -> ctypes.CDLL | None:
         log.info("PARSER_NATIVE=0: decoding with the pure-torch maximum spanning tree")
         return None
     source = SOURCE.read_bytes()
-    digest = hashlib.sha256(source).hexdigest()[:16]
-    target = _cache_dir() / f"mst_native-{digest}.so"
-    try:
-        if not target.is_file():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            # built beside its final name, then renamed: a concurrent process never loads half
-            fd, partial = tempfile.mkstemp(suffix=".so", dir=target.parent)
-            os.close(fd)
-            try:
-                subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", partial, str(SOURCE), "-lm"],
-                               check=True, capture_output=True, text=True, timeout=120)
-                os.replace(partial, target)
-            finally:
-                if os.path.exists(partial):
-                    os.unlink(partial)
-        library = ctypes.CDLL(str(target))
-    except (OSError, subprocess.SubprocessError) as error:
-        detail = getattr(error, "stderr", None) or error
+    name = f"mst_native-{hashlib.sha256(source).hexdigest()[:16]}.so"
+    error: Exception | None = None
+    # the cache folder, else the temporary one (a read-only home)
+    for folder in (_cache_dir(), Path(tempfile.gettempdir()) / f"parser-native-{os.getuid()}"):
+        try:
+            library = ctypes.CDLL(str(_built(folder / name)))
+            break
+        except (OSError, subprocess.SubprocessError) as failure:
+            error = failure
+    else:
+        detail = str(getattr(error, "stderr", None) or error).strip()
         log.warning("the compiled tree decoder could not be built or loaded (%s); decoding with "
-                    "the pure-torch one", str(detail).strip().splitlines()[-1] if str(detail).strip()
-                    else type(error).__name__)
+                    "the pure-torch one", detail.splitlines()[-1] if detail else type(error).__name__)
         return None
     library.mst_batch.restype = ctypes.c_int
     library.mst_batch.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
                                   ctypes.c_int, ctypes.c_void_p]
     return library
+
+
+def _built(target: Path) -> Path:
+    """``target``, compiled from :data:`SOURCE` unless it exists: built beside its final name,
+    then renamed, so that a concurrent process never loads half a file."""
+    if not target.is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, partial = tempfile.mkstemp(suffix=".so", dir=target.parent)
+        os.close(fd)
+        try:
+            subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", partial, str(SOURCE), "-lm"],
+                           check=True, capture_output=True, text=True, timeout=120)
+            os.replace(partial, target)
+        finally:
+            if os.path.exists(partial):
+                os.unlink(partial)
+    return target
 
 
 def native_mst(scores: Tensor, lengths: Tensor, *, single_root: bool) -> Tensor | None:

@@ -90,3 +90,19 @@ def test_without_the_compiled_decoder_the_torch_one_runs(monkeypatch, tmp_path, 
         assert torch.equal(maximum_spanning_tree(scores, lengths, single_root=True), expected)
     finally:
         native.native_library.cache_clear()
+
+
+def test_an_unwritable_cache_folder_falls_back_to_the_temporary_one(monkeypatch, tmp_path):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    monkeypatch.setenv("PARSER_NATIVE_CACHE", str(blocked / "native"))  # cannot be created
+    native.native_library.cache_clear()
+    try:
+        assert native.native_library() is not None
+        scores = torch.randn(2, 5, 5, generator=torch.Generator().manual_seed(1))
+        lengths = torch.tensor([4, 2])
+        assert torch.equal(native.native_mst(scores, lengths, single_root=True).masked_fill(
+            torch.arange(5)[None, :] > lengths[:, None], 0),
+            maximum_spanning_tree(scores, lengths, single_root=True, native=False))
+    finally:
+        native.native_library.cache_clear()
