@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["native_mst", "native_library"]
+__all__ = ["native_library", "native_mst"]
 
 log = logging.getLogger(__name__)
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from parser.data.batching import encode_all
 from parser.data.conllu_io import read_conllu
 from parser.inference import load_parser
 from parser.inference.parse import model_outputs
-from parser.data.batching import encode_all
 from parser.structs import maximum_spanning_tree
 from parser.structs.decoding import native
 
