@@ -50,9 +50,9 @@ def count_upos(counts: Counter, scores, batch, sentences, vocabs, arms: dict) ->
     for b, (index, n) in enumerate(zip(batch.index.tolist(), batch.lengths.tolist())):
         sentence, rows = sentences[index], scores[b, 1 : n + 1]
         seen = arms["forms only"]["forms"]
-        guesses = {"argmax": UposColumn().decode(sentence.forms, rows, vocabs.upos)}
+        guesses = {"argmax": UposColumn().decode([sentence.forms], rows[None], vocabs.upos)[0]}
         for arm, lexicon in arms.items():
-            guesses[arm] = UposColumn().decode(sentence.forms, rows, vocabs.upos, lexicon)
+            guesses[arm] = UposColumn().decode([sentence.forms], rows[None], vocabs.upos, lexicon)[0]
         for w, (form, gold) in enumerate(zip(sentence.forms, sentence.upos)):
             kind = "seen" if form in seen else "unseen"
             counts[("upos", kind, "words")] += 1
@@ -94,10 +94,10 @@ def main(argv: list[str] | None = None) -> int:
                     gold = sentence.column(layer.column)
                     seen = dictionaries[args.suffix_lengths[0]][name]["forms"]
                     kinds = ["seen" if form in seen else "unseen" for form in sentence.forms]
-                    arms = {"argmax": layer.decode(sentence.forms, rows, classes)}
+                    arms = {"argmax": layer.decode([sentence.forms], rows[None], classes)[0]}
                     for length, dictionary in dictionaries.items():
-                        arms[f"suffix {length}"] = layer.decode(sentence.forms, rows, classes,
-                                                                dictionary[name])
+                        arms[f"suffix {length}"] = layer.decode(
+                            [sentence.forms], rows[None], classes, dictionary[name])[0]
                     for kind, truth, *guesses in zip(kinds, gold, *arms.values()):
                         counts[(name, kind, "words")] += 1
                         for arm, guess in zip(arms, guesses):

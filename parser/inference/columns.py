@@ -35,14 +35,15 @@ def layer_columns(out: ParserOutput, batch: Batch, vocabs: Vocabularies,
     """For each sentence of ``batch`` (by its ``batch.index`` into ``sentences``), the column
     values its layers predict (``{"LEMMA": [...], ...}``, one per word); empty without layers."""
     scores = getattr(out, "layer_scores", None) or {}
-    result: dict[int, dict[str, list[str | None]]] = {i: {} for i in batch.index.tolist()}
-    lengths = batch.lengths.tolist()
+    index = batch.index.tolist()
+    result: dict[int, dict[str, list[str | None]]] = {i: {} for i in index}
+    forms = [sentences[i].forms for i in index]
     for name, layer_scores in scores.items():
         layer, classes = layer_of(name), vocabs.layers[name]
-        lexicon = _dictionary(vocabs, layer, classes)
-        for b, (index, n) in enumerate(zip(batch.index.tolist(), lengths)):
-            result[index][layer.column] = layer.decode(sentences[index].forms,
-                                                       layer_scores[b, 1 : n + 1], classes, lexicon)
+        values = layer.decode(forms, layer_scores[:, 1:], classes,
+                              _dictionary(vocabs, layer, classes))
+        for i, column in zip(index, values):
+            result[i][layer.column] = column
     return result
 
 
@@ -55,11 +56,12 @@ def dictionary_tags(out: ParserOutput, batch: Batch, vocabs: Vocabularies,
     scores = getattr(out, "tag_scores", None)
     if scores is None or getattr(out, "upos", None) is None or UPOS.name not in vocabs.lexicons:
         return out
-    chooser = _dictionary(vocabs, UPOS, vocabs.upos)
-    upos = out.upos.clone()
-    for b, (index, n) in enumerate(zip(batch.index.tolist(), batch.lengths.tolist())):
-        best = chooser.best(sentences[index].forms, scores[b, 1 : n + 1])
-        upos[b, 1 : n + 1] = torch.tensor(best, dtype=upos.dtype, device=upos.device)
+    forms = [sentences[i].forms for i in batch.index.tolist()]
+    best = _dictionary(vocabs, UPOS, vocabs.upos).best(forms, scores[:, 1:])
+    cells = [(b, word + 1, tag) for b, tags in enumerate(best) for word, tag in enumerate(tags)]
+    rows, positions, tags = (list(column) for column in zip(*cells))
+    upos = out.upos.clone()  # one write for the batch (ROOT and padding untouched)
+    upos[rows, positions] = torch.tensor(tags, dtype=upos.dtype, device=upos.device)
     return replace(out, upos=upos)
 
 

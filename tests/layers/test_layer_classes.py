@@ -75,7 +75,7 @@ def test_targets_of_a_sentence_and_its_batch(morph):
     lemma = LemmaLayer()
     gold = encoded.layers["lemma"][1:]
     scores = torch.nn.functional.one_hot(gold, len(vocabs.layers["lemma"])).float()
-    assert lemma.decode(sentence.forms, scores, vocabs.layers["lemma"]) == sentence.column("LEMMA")
+    assert _decode(lemma, sentence.forms, scores, vocabs.layers["lemma"]) == sentence.column("LEMMA")
     assert encode(sentence, vocabs, index=0, layer_targets=False).layers == {}
     longer = encode(morph[1], vocabs, index=1)
     batch = collate([encoded, longer], labeled=True)
@@ -150,6 +150,24 @@ def test_the_dictionary_holds_each_training_forms_classes_and_their_suffixes(mor
     assert Vocabularies.from_state_dict(old).lexicons == {}
 
 
+def _decode(layer, forms, scores, classes, lexicon=None):
+    """One sentence's column: ``scores [n, C]`` as a batch of one."""
+    return layer.decode([forms], scores[None], classes, lexicon)[0]
+
+
+def test_a_batch_decodes_as_its_sentences_alone(morph):
+    feats = FeatsLayer()
+    vocabs = Vocabularies.build(morph, min_freq=1, layers=[feats])
+    classes, dictionary = vocabs.layers["feats"], vocabs.lexicons["feats"]
+    forms = [s.forms for s in morph[:4]] + [["Unseenly", "zzq"]]
+    width = max(len(f) for f in forms) + 2  # padding beyond every sentence
+    scores = torch.randn(len(forms), width, len(classes), generator=torch.Generator().manual_seed(3))
+    for lexicon in (None, dictionary):
+        together = feats.decode(forms, scores, classes, lexicon)
+        alone = [_decode(feats, f, scores[b, : len(f)], classes, lexicon) for b, f in enumerate(forms)]
+        assert together == alone
+
+
 def _brute_force_decode(layer, forms, scores, classes, lexicon):
     """The best class of each word among those the dictionary allows, by a loop over classes."""
     values = []
@@ -169,15 +187,15 @@ def test_decoding_picks_the_best_class_the_dictionary_allows(morph):
     generator = torch.Generator().manual_seed(0)
     for _ in range(20):
         scores = torch.randn(len(forms), len(classes), generator=generator)
-        assert feats.decode(forms, scores, classes, dictionary) == _brute_force_decode(
+        assert _decode(feats, forms, scores, classes, dictionary) == _brute_force_decode(
             feats, forms, scores, classes, dictionary)
     # a seen form never gets a class it was not seen with, whatever the head prefers
     form = morph[0].forms[0]
     scores = torch.zeros(1, len(classes))
     banned = [c for c in range(3, len(classes)) if classes.token(c) not in dictionary["forms"][form]]
     scores[0, banned] = 10.0
-    assert feats.decode([form], scores, classes) != feats.decode([form], scores, classes, dictionary)
-    assert feats.decode([form], scores, classes, dictionary)[0] in (
+    assert _decode(feats, [form], scores, classes) != _decode(feats, [form], scores, classes, dictionary)
+    assert _decode(feats, [form], scores, classes, dictionary)[0] in (
         None if t == "_" else t for t in dictionary["forms"][form])
 
 
@@ -200,7 +218,7 @@ def test_a_dictionary_class_the_head_lacks_is_passed_over(morph):
     classes, dictionary = vocabs.layers["xpos"], vocabs.lexicons["xpos"]
     form = next(f for f, ts in dictionary["forms"].items() if classes.token(3) not in ts)
     scores = torch.randn(1, len(classes))
-    assert xpos.decode([form], scores, classes, dictionary) == [classes.token(3)]
+    assert _decode(xpos, [form], scores, classes, dictionary) == [classes.token(3)]
 
 
 def test_a_lemma_lexicon_of_the_earlier_form_still_decodes():
@@ -211,5 +229,5 @@ def test_a_lemma_lexicon_of_the_earlier_form_still_decodes():
     classes = lemma.classes(trees, max_classes=10)
     scores = torch.zeros(2, len(classes))
     scores[:, classes.index(lemma.target("x", "x"))] = 5.0  # the head says: the form itself
-    assert lemma.decode(["dogs", "cats"], scores, classes) == ["dogs", "cats"]
-    assert lemma.decode(["dogs", "cats"], scores, classes, {"dogs": "dog"}) == ["dog", "cats"]
+    assert _decode(lemma, ["dogs", "cats"], scores, classes) == ["dogs", "cats"]
+    assert _decode(lemma, ["dogs", "cats"], scores, classes, {"dogs": "dog"}) == ["dog", "cats"]

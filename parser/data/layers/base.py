@@ -177,17 +177,20 @@ class TokenLayer:
         """``[B, N+1]`` the best class of each position, never a special id."""
         return scores[..., N_SPECIAL:].argmax(-1) + N_SPECIAL
 
-    def decode(self, forms: Sequence[str], scores: Tensor, classes: Vocab,
-               lexicon: Mapping | Dictionary | None = None) -> list[str | None]:
-        """The column's values of words ``forms`` from their class ``scores [n, C]`` over the
-        layer's ``classes``: each word's best class, among those ``lexicon`` allows it where it
-        allows any that the head has (:meth:`allowed`; a :class:`Dictionary` of it remembers
-        each form's classes across calls)."""
+    def decode(self, forms: Sequence[Sequence[str]], scores: Tensor, classes: Vocab,
+               lexicon: Mapping | Dictionary | None = None) -> list[list[str | None]]:
+        """The column's values of each sentence's words ``forms[b]`` from their class ``scores
+        [B, T, C]`` over the layer's ``classes`` (row ``b``: its words from position 0, no ROOT):
+        each word's best class, among those ``lexicon`` allows it where it allows any that the head
+        has (:meth:`allowed`; a :class:`Dictionary` of it remembers each form's classes across
+        calls). One argmax per batch, not per sentence."""
         if lexicon is not None and not isinstance(lexicon, Dictionary):
             lexicon = Dictionary(self, lexicon, classes)
-        best = lexicon.best(forms, scores) if lexicon is not None else self.predict(scores).tolist()
+        best = (lexicon.best(forms, scores) if lexicon is not None else
+                [row[: len(words)] for row, words in zip(self.predict(scores).tolist(), forms)])
         names = classes.tokens
-        return [self.value(form, names[c]) for form, c in zip(forms, best)]
+        return [[self.value(form, names[c]) for form, c in zip(words, ids)]
+                for words, ids in zip(forms, best)]
 
 
 class Dictionary:
@@ -204,23 +207,23 @@ class Dictionary:
         self.layer, self.lexicon, self.classes = layer, lexicon, classes
         self._ids: dict[str, tuple[tuple[int, ...], frozenset[int]]] = {}
 
-    def best(self, forms: Sequence[str], scores: Tensor) -> list[int]:
-        """Each word's best class id by ``scores [n, C]`` among those its form may take."""
+    def best(self, forms: Sequence[Sequence[str]], scores: Tensor) -> list[list[int]]:
+        """Each word's best class id by ``scores [B, T, C]`` (row ``b``: the words ``forms[b]``
+        from position 0) among those its form may take: the head's argmax for the whole batch,
+        then one gather of the scores of the words whose argmax the dictionary rules out."""
         best = self.layer.predict(scores).tolist()
-        # only a word whose best class the dictionary rules out needs the scores again
-        choices = [self.ids(form) for form in forms]
-        redo = [(word, ids) for word, (ids, allowed) in enumerate(choices)
-                if ids and best[word] not in allowed]
-        cells = [(word, c) for word, ids in redo for c in ids]
-        # numpy's fancy indexing: torch's, from Python lists, costs ~150 us a sentence
-        values = (scores.detach().cpu().numpy()[[w for w, _ in cells], [c for _, c in cells]]
-                  .tolist() if cells else [])
-        start = 0
-        for word, ids in redo:
-            mine = values[start : start + len(ids)]
-            best[word] = ids[mine.index(max(mine))]
-            start += len(ids)
-        return best
+        redo = [(b, word, ids) for b, words in enumerate(forms) for word, form in enumerate(words)
+                for ids, allowed in (self.ids(form),) if ids and best[b][word] not in allowed]
+        if redo:
+            cells = [(b, word, c) for b, word, ids in redo for c in ids]
+            # numpy's fancy indexing: torch's, from Python lists, costs ~150 us a call
+            values = scores.detach().cpu().numpy()[tuple(zip(*cells))].tolist()
+            start = 0
+            for b, word, ids in redo:
+                mine = values[start : start + len(ids)]
+                best[b][word] = ids[mine.index(max(mine))]
+                start += len(ids)
+        return [row[: len(words)] for row, words in zip(best, forms)]
 
     def ids(self, form: str) -> tuple[tuple[int, ...], frozenset[int]]:
         """The kept class ids ``form`` may take, in class order and as a set (empty: any)."""
