@@ -26,19 +26,19 @@ from parser.data.conllu_io import read_conllu
 from parser.data.layers import TokenLayer, UposColumn, layer_of
 from parser.data.layers.base import SUFFIX_LENGTH
 from parser.data.paths import treebank_file
+from parser.inference import load_parser
 from parser.inference.parse import model_outputs
+from parser.pipeline import Pipeline
 from parser.runtime.checkpoint import load_checkpoint
 
 
 def load_parser(path: Path):
     """(model, vocabs) of a pipeline file or a parser checkpoint."""
     if "parser" in load_checkpoint(path):
-        from parser.pipeline import Pipeline
         pipeline = Pipeline.load(path)
         return pipeline.model, pipeline.vocabs
-    from parser.inference.annotator import Annotator
-    annotator = Annotator.load(path, device="cpu")
-    return annotator.model, annotator.vocabs
+    model, vocabs, _ = load_parser(path)
+    return model, vocabs
 
 
 class UposWithSuffixes(UposColumn):

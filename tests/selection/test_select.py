@@ -12,8 +12,9 @@ import torch
 
 from parser.cli.predict import main as predict_main
 from parser.cli.select import main as select_main
+from parser.data.conllu_io import read_conllu
 from parser.data.conllu_stream import stream_tokenized
-from parser.inference import load_parser
+from parser.inference import Annotator, load_parser
 from tests.inference.helpers import model_output
 from tests.structs.brute import enumerate_distribution
 
@@ -156,9 +157,6 @@ def test_bad_options_are_named(select_checkpoint, fixtures, tmp_path, capsys):
 
 
 def test_ranking_reads_the_same_confidence_without_writing_blocks(select_checkpoint, fixtures):
-    from parser.data.conllu_io import read_conllu
-    from parser.inference import Annotator
-
     sentences = read_conllu(fixtures / "tiny-dev.conllu").sentences
     annotator = Annotator.load(select_checkpoint, device="cpu", confidence=True)
     full, ranking = annotator.annotate(sentences), annotator.scoring_only().annotate(sentences)
