@@ -32,7 +32,7 @@ from parser.pipeline import Pipeline
 from parser.runtime.checkpoint import load_checkpoint
 
 
-def load_parser(path: Path):
+def model_and_vocabs(path: Path):
     """(model, vocabs) of a pipeline file or a parser checkpoint."""
     if "parser" in load_checkpoint(path):
         pipeline = Pipeline.load(path)
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", default="dev")
     parser.add_argument("--suffix-lengths", type=int, nargs="+", default=[4])
     args = parser.parse_args(argv)
-    model, vocabs = load_parser(args.model)
+    model, vocabs = model_and_vocabs(args.model)
     train = read_conllu(treebank_file(args.root, args.treebank, "train")).sentences
     trees = [s for s in train if any(h >= 0 for h in s.heads)]
     sentences = read_conllu(treebank_file(args.root, args.treebank, args.split)).sentences
