@@ -15,6 +15,7 @@ scores the sweep's models with the dictionaries without training them again.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -41,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     if reads_own_tags(state["parser"]["config"]["model"]):  # its tag head's UPOS dictionary
         lexicons["upos"] = UposColumn().lexicon(trees)
     lexicons = {name: lexicon for name, lexicon in lexicons.items() if lexicon}
-    state["parser"]["vocabs"] = {**state["parser"]["vocabs"], "lexicons": lexicons}
+    state["parser"]["vocabs"] = dataclasses.replace(vocabs, lexicons=lexicons).state_dict()
     args.output.parent.mkdir(parents=True, exist_ok=True)
     save_checkpoint(state, args.output)
     Pipeline.load(args.output)  # what was written loads

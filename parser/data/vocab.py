@@ -19,6 +19,7 @@ import torch
 from torch import Tensor
 
 from parser.data.conllu_io import Sentence
+from parser.data.form_table import FormTable
 
 if TYPE_CHECKING:  # the layers import this module (Vocab): their type only
     from parser.data.layers.base import TokenLayer
@@ -197,7 +198,7 @@ class Vocabularies:
         if self.layers:  # absent otherwise: a layer-free model's state is as before layers
             state["layers"] = {name: vocab.state_dict() for name, vocab in self.layers.items()}
         if self.lexicons:
-            state["lexicons"] = {name: dict(lexicon) for name, lexicon in self.lexicons.items()}
+            state["lexicons"] = {name: _lexicon_state(lexicon) for name, lexicon in self.lexicons.items()}
         return state
 
     @classmethod
@@ -208,7 +209,8 @@ class Vocabularies:
             raise ValueError(f"vocabularies state: missing {missing}")
         layers = {name: Vocab.from_state_dict(layer)
                   for name, layer in (state.get("layers") or {}).items()}
-        lexicons = {name: dict(lexicon) for name, lexicon in (state.get("lexicons") or {}).items()}
+        lexicons = {name: _lexicon_from_state(lexicon)
+                    for name, lexicon in (state.get("lexicons") or {}).items()}
         return cls(*(Vocab.from_state_dict(state[name]) for name in _FIELDS), layers, lexicons)
 
     def sizes(self) -> dict[str, int]:
@@ -221,3 +223,19 @@ class Vocabularies:
 
 
 _FIELDS: Sequence[str] = ("words", "chars", "upos", "rels")
+
+
+def _lexicon_state(lexicon: Mapping) -> dict:
+    """A layer's dictionary with its form tables packed (:class:`FormTable`)."""
+    return {key: value.pack() if isinstance(value, FormTable) else value
+            for key, value in lexicon.items()}
+
+
+def _lexicon_from_state(state: Mapping) -> dict:
+    """Also the dictionaries written before the tables were packed (dicts of lists) and a LEMMA
+    lexicon of dc4d0bd (form -> lemma, no ``suffix_length``: kept as it is)."""
+    if "suffix_length" not in state:
+        return dict(state)
+    return {key: FormTable.unpack(value) if isinstance(value, str) else
+            FormTable.from_sets(value) if isinstance(value, Mapping) else value
+            for key, value in state.items()}

@@ -4,6 +4,7 @@ columns left out), targets, the loss, vocabulary state with and without layers."
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 import pytest
 import torch
@@ -145,7 +146,12 @@ def test_the_dictionary_holds_each_training_forms_classes_and_their_suffixes(mor
         assert 1 <= len(suffix) <= dictionary["suffix_length"]
         assert set(targets) == {t for f, t in pairs if f.endswith(suffix) and len(f) > len(suffix)}
     state = vocabs.state_dict()
+    assert all(isinstance(lexicon["forms"], str) for lexicon in state["lexicons"].values())
     assert Vocabularies.from_state_dict(state).lexicons == vocabs.lexicons
+    # 4de1925-b6b1d8b saved the tables as dicts of lists
+    unpacked = {name: {key: dict(value) if isinstance(value, Mapping) else value
+                       for key, value in lexicon.items()} for name, lexicon in vocabs.lexicons.items()}
+    assert Vocabularies.from_state_dict({**state, "lexicons": unpacked}).lexicons == vocabs.lexicons
     old = {k: v for k, v in state.items() if k not in ("layers", "lexicons")}
     assert Vocabularies.from_state_dict(old).lexicons == {}
 

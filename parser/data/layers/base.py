@@ -25,6 +25,7 @@ import torch
 from torch import Tensor, nn
 
 from parser.data.conllu_io import Sentence
+from parser.data.form_table import FormTable
 from parser.data.vocab import N_SPECIAL, Vocab
 
 __all__ = ["LAYERS", "Dictionary", "TokenLayer", "encode_targets", "layer_of", "register_layer"]
@@ -147,8 +148,7 @@ class TokenLayer:
         for form, targets in seen.items():
             for length in range(1, min(self.suffix_length, len(form) - 1) + 1):
                 suffixes[form[-length:]].update(targets)
-        return {"forms": {form: sorted(targets) for form, targets in seen.items()},
-                "suffixes": {suffix: sorted(targets) for suffix, targets in suffixes.items()},
+        return {"forms": FormTable.from_sets(seen), "suffixes": FormTable.from_sets(suffixes),
                 "suffix_length": self.suffix_length}
 
     def allowed(self, form: str, lexicon: Mapping) -> list[str] | None:
