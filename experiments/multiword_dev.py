@@ -45,13 +45,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", required=True)
     parser.add_argument("--treebanks", nargs="+", required=True)
+    parser.add_argument("--max-suffixes", nargs="+", type=int, default=MAX_SUFFIXES,
+                        help="the grid's max_suffix values (characters: code points)")
+    parser.add_argument("--shares", nargs="+", type=float, default=SHARES)
+    parser.add_argument("--min-counts", nargs="+", type=int, default=MIN_COUNTS)
     args = parser.parse_args(argv)
     grid: dict[tuple, dict[str, int]] = {}
     for code in args.treebanks:
         train = list(read_paragraphs(treebank_file(args.root, code, "train")))
         seen = {t.form.lower() for p in train for s in p for t in s}
         dev = tokens(treebank_file(args.root, code, "dev"))
-        for share, min_count, max_suffix in itertools.product(SHARES, MIN_COUNTS, MAX_SUFFIXES):
+        for share, min_count, max_suffix in itertools.product(args.shares, args.min_counts,
+                                                                    args.max_suffixes):
             table = MultiwordTable.build(train, share=share, min_count=min_count,
                                          max_suffix=max_suffix)
             counts = errors(table, dev, seen)
