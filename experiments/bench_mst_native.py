@@ -1,10 +1,13 @@
-"""The compiled maximum spanning tree decoder against the pure-torch one, on the sentence lengths of
-EWT test (2,077 sentences in batches of 32 by length, one thread), both with the root constraint.
+"""The compiled tree decoders against the pure-torch ones: the maximum spanning tree and Eisner's
+best projective tree (the UD punct rule's fallback, ``model.projective``), on the sentence
+lengths of EWT test (2,077 sentences in batches of 32 by length, one thread), all with the root
+constraint.
 
 Two kinds of scores: random N(0, 1) arcs (the greedy heads are rarely a tree: Chu-Liu/Edmonds
 contracts on almost every sentence) and trained-like arcs, the gold head of each word of EWT test
-raised by 4 over N(0, 1) noise (most greedy heads form a tree, as a trained parser's do). Both
-decoders give the same trees (checked here, and in tests/structs/decoding/test_mst_native.py).
+raised by 4 over N(0, 1) noise (most greedy heads form a tree, as a trained parser's do). Each
+compiled decoder gives its torch twin's trees (checked here, and in
+tests/structs/decoding/test_mst_native.py and test_eisner_native.py).
 
     PYTHONPATH=. taskset -c 1 python experiments/bench_mst_native.py   # writes experiments/results/mst_native.md
 """
@@ -18,7 +21,9 @@ from common import interleaved_cpu_times, length_buckets, markdown_table, timing
 
 from parser.data.conllu_io import read_conllu
 from parser.data.paths import resolve_ud_root, treebank_file
-from parser.structs import maximum_spanning_tree
+from parser.structs import eisner, maximum_spanning_tree
+
+DECODERS = {"maximum spanning tree": maximum_spanning_tree, "Eisner": eisner}
 
 
 def batches(kind: str, *, seed: int = 0) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -43,22 +48,24 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     rows = []
-    for kind in ("trained-like", "random"):
-        data = batches(kind)
-        for scores, lengths in data:
-            assert torch.equal(maximum_spanning_tree(scores, lengths, single_root=True),
-                               maximum_spanning_tree(scores, lengths, single_root=True, native=False))
-
-        def decode(native: bool, data=data) -> None:
+    for name, decoder in DECODERS.items():
+        for kind in ("trained-like", "random"):
+            data = batches(kind)
             for scores, lengths in data:
-                maximum_spanning_tree(scores, lengths, single_root=True, native=native)
+                assert torch.equal(decoder(scores, lengths, single_root=True),
+                                   decoder(scores, lengths, single_root=True, native=False))
 
-        times = interleaved_cpu_times({"compiled": lambda: decode(True),
-                                       "torch": lambda: decode(False)}, repeats=args.repeats)
-        rows.append([kind, 1000 * times["torch"], 1000 * times["compiled"],
-                     times["torch"] / times["compiled"]])
-    body = markdown_table(["scores", "torch ms (all of EWT test)", "compiled ms", "speed-up"], rows)
-    write_result("mst_native.md", "The compiled maximum spanning tree decoder (issue 47)",
+            def decode(native: bool, data=data, decoder=decoder) -> None:
+                for scores, lengths in data:
+                    decoder(scores, lengths, single_root=True, native=native)
+
+            times = interleaved_cpu_times({"compiled": lambda: decode(True),
+                                           "torch": lambda: decode(False)}, repeats=args.repeats)
+            rows.append([name, kind, 1000 * times["torch"], 1000 * times["compiled"],
+                         times["torch"] / times["compiled"]])
+    body = markdown_table(["decoder", "scores", "torch ms (all of EWT test)", "compiled ms", "speed-up"],
+                          rows)
+    write_result("mst_native.md", "The compiled tree decoders (issue 47)",
                  "PYTHONPATH=. taskset -c 1 python experiments/bench_mst_native.py",
                  f"{__doc__.split(chr(10) + chr(10))[1]}\n\n{body}\n\n{timing_note()}")
     print(body)

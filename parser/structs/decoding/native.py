@@ -1,13 +1,15 @@
-"""The compiled maximum spanning tree decoder (``mst_native.c``), built on first use.
+"""The compiled decoders, built on first use: the maximum spanning tree (``mst_native.c``) and
+Eisner's best projective tree (``eisner_native.c``).
 
-Every machine this project runs on has gcc and the C library, so the C twin of
-:mod:`parser.structs.decoding.mst` is compiled the first time a process decodes (about a second)
+Every machine this project runs on has gcc and the C library, so the C twins of
+:mod:`parser.structs.decoding.mst` and :mod:`parser.structs.projective.eisner` are compiled into
+one library the first time a process decodes (about a second)
 into a cache folder (``$PARSER_NATIVE_CACHE``, else ``~/.cache/parser/native``, else the
 temporary folder when that one cannot be written), keyed by the source's digest, and loaded with
 ctypes. Where it cannot be built or loaded (no compiler, a
-read-only cache), or with ``PARSER_NATIVE=0``, :func:`native_mst` returns None, said once in the
-log, and the pure-torch decoder runs instead: the two give the same trees (tests compare them
-tree for tree), the torch one stays the reference.
+read-only cache), or with ``PARSER_NATIVE=0``, :func:`native_mst` and :func:`native_eisner`
+return None, said once in the log, and the pure-torch decoders run instead: each pair gives the
+same trees (tests compare them tree for tree), the torch ones stay the reference.
 """
 
 from __future__ import annotations
@@ -25,11 +27,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["native_library", "native_mst"]
+__all__ = ["native_eisner", "native_library", "native_mst"]
 
 log = logging.getLogger(__name__)
 
-SOURCE = Path(__file__).with_name("mst_native.c")
+SOURCES = tuple(Path(__file__).with_name(name) for name in ("mst_native.c", "eisner_native.c"))
 
 
 def _cache_dir() -> Path:
@@ -39,12 +41,12 @@ def _cache_dir() -> Path:
 
 @cache
 def native_library() -> ctypes.CDLL | None:
-    """The compiled decoder, built if needed; None where it cannot be (said once)."""
+    """The compiled decoders, built if needed; None where they cannot be (said once)."""
     if os.environ.get("PARSER_NATIVE", "1") == "0":
-        log.info("PARSER_NATIVE=0: decoding with the pure-torch maximum spanning tree")
+        log.info("PARSER_NATIVE=0: decoding with the pure-torch decoders")
         return None
-    source = SOURCE.read_bytes()
-    name = f"mst_native-{hashlib.sha256(source).hexdigest()[:16]}.so"
+    digest = hashlib.sha256(b"".join(source.read_bytes() for source in SOURCES)).hexdigest()
+    name = f"decoders_native-{digest[:16]}.so"
     error: Exception | None = None
     # the cache folder, else the temporary one (a read-only home)
     for folder in (_cache_dir(), Path(tempfile.gettempdir()) / f"parser-native-{os.getuid()}"):
@@ -55,24 +57,25 @@ def native_library() -> ctypes.CDLL | None:
             error = failure
     else:
         detail = str(getattr(error, "stderr", None) or error).strip()
-        log.warning("the compiled tree decoder could not be built or loaded (%s); decoding with "
-                    "the pure-torch one", detail.splitlines()[-1] if detail else type(error).__name__)
+        log.warning("the compiled tree decoders could not be built or loaded (%s); decoding with "
+                    "the pure-torch ones", detail.splitlines()[-1] if detail else type(error).__name__)
         return None
-    library.mst_batch.restype = ctypes.c_int
-    library.mst_batch.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
-                                  ctypes.c_int, ctypes.c_void_p]
+    for function in (library.mst_batch, library.eisner_batch):
+        function.restype = ctypes.c_int
+        function.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
+                             ctypes.c_int, ctypes.c_void_p]
     return library
 
 
 def _built(target: Path) -> Path:
-    """``target``, compiled from :data:`SOURCE` unless it exists: built beside its final name,
+    """``target``, compiled from :data:`SOURCES` unless it exists: built beside its final name,
     then renamed, so that a concurrent process never loads half a file."""
     if not target.is_file():
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, partial = tempfile.mkstemp(suffix=".so", dir=target.parent)
         os.close(fd)
         try:
-            subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", partial, str(SOURCE), "-lm"],
+            subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", partial, *map(str, SOURCES), "-lm"],
                            check=True, capture_output=True, text=True, timeout=120)
             os.replace(partial, target)
         finally:
@@ -85,6 +88,16 @@ def native_mst(scores: Tensor, lengths: Tensor, *, single_root: bool) -> Tensor 
     """``heads [B, N+1]`` of the best trees of CPU ``scores [B, N+1, N+1]`` by the compiled
     decoder; None when it is not available or a sentence has no finite tree (the torch decoder
     then runs, and raises the error it names)."""
+    return _decode("mst_batch", scores, lengths, single_root=single_root)
+
+
+def native_eisner(scores: Tensor, lengths: Tensor, *, single_root: bool) -> Tensor | None:
+    """``heads [B, N+1]`` of the best projective trees of CPU ``scores [B, N+1, N+1]`` by the
+    compiled Eisner; None as :func:`native_mst`."""
+    return _decode("eisner_batch", scores, lengths, single_root=single_root)
+
+
+def _decode(function: str, scores: Tensor, lengths: Tensor, *, single_root: bool) -> Tensor | None:
     library = native_library()
     if library is None or scores.device.type != "cpu":
         return None
@@ -92,6 +105,6 @@ def native_mst(scores: Tensor, lengths: Tensor, *, single_root: bool) -> Tensor 
     weights = np.ascontiguousarray(scores.detach().to(torch.float64).numpy())
     counts = np.ascontiguousarray(lengths.detach().cpu().numpy().astype(np.int64))
     heads = np.zeros((batch, size), dtype=np.int64)
-    failed = library.mst_batch(weights.ctypes.data, counts.ctypes.data, batch, size,
-                               int(single_root), heads.ctypes.data)
+    failed = getattr(library, function)(weights.ctypes.data, counts.ctypes.data, batch, size,
+                                        int(single_root), heads.ctypes.data)
     return None if failed else torch.from_numpy(heads)

@@ -26,6 +26,7 @@ import torch
 from torch import Tensor
 
 from parser.structs.common import check_scores_and_lengths
+from parser.structs.decoding.native import native_eisner
 
 __all__ = ["chart", "chart_arcs", "eisner", "root_totals"]
 
@@ -33,18 +34,23 @@ LEFT, RIGHT = 0, 1
 NEG_INF = float("-inf")
 
 
-def eisner(scores: Tensor, lengths: Tensor, *, single_root: bool) -> Tensor:
+def eisner(scores: Tensor, lengths: Tensor, *, single_root: bool, native: bool = True) -> Tensor:
     """Heads ``[B, N+1]`` long (``heads[:, 0] = 0``, padding 0) of the best projective tree.
 
     scores: ``[B, N+1, N+1]`` arc scores ``scores[b, dep, head]`` (row 0, the diagonal and padding
     are ignored); lengths: ``[B]`` words per sentence. A sentence without a projective tree of
-    finite score (-inf arcs) is an error naming it.
+    finite score (-inf arcs) is an error naming it. ``native``: CPU scores go to the compiled
+    twin where it is available (:mod:`parser.structs.decoding.native`, the same trees); False:
+    this module's batched torch chart.
     """
     scores, _, _ = check_scores_and_lengths(scores, lengths)
     batch, size = scores.shape[0], scores.shape[1]
     lengths = lengths.to(device=scores.device, dtype=torch.long)
     if size == 1:  # no sentence has a word
         return torch.zeros(batch, size, dtype=torch.long, device=scores.device)
+    found = native_eisner(scores, lengths, single_root=single_root) if native else None
+    if found is not None:
+        return found
     scores = scores.detach().to(torch.float64)
     complete, splits = chart(chart_arcs(scores, single_root=single_root), _max)
     if single_root:

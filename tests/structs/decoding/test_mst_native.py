@@ -82,7 +82,7 @@ def test_without_the_compiled_decoder_the_torch_one_runs(monkeypatch, tmp_path, 
         monkeypatch.setenv("PARSER_NATIVE_CACHE", str(tmp_path / "cache"))
         broken = tmp_path / "broken.c"
         broken.write_text("this is not C\n")
-        monkeypatch.setattr(native, "SOURCE", broken)
+        monkeypatch.setattr(native, "SOURCES", (broken,))
         native.native_library.cache_clear()
         with caplog.at_level(logging.WARNING):
             assert native.native_library() is None
