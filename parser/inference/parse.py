@@ -62,12 +62,13 @@ class Predictions:
 
 def model_outputs(model: ParserModel, encoded: Sequence, *, tokens_per_batch: int,
                   cells_per_batch: int | None, device: torch.device | str, labeled: bool = False,
-                  ) -> Iterator[tuple[Batch, ParserOutput]]:
+                  layers: bool = True) -> Iterator[tuple[Batch, ParserOutput]]:
     """``(batch, model(batch))`` over the encoded sentences, bucketed by length in input-index
     batches (``batch.index``) of sentences of nearly equal length (:data:`LENGTH_SPREAD`), with
     the model in eval mode meanwhile (its mode restored after); without autograd, each distinct
     form's characters are encoded once for all the batches (``ParserModel.remembering_forms``).
-    ``cells_per_batch`` bounds batch size x (longest + 1)^2 (see ``BucketBatcher``)."""
+    ``cells_per_batch`` bounds batch size x (longest + 1)^2 (see ``BucketBatcher``);
+    ``layers``: False, no token-level layer scores (``ParserModel.forward``)."""
     batcher = BucketBatcher(encoded, tokens_per_batch=tokens_per_batch, shuffle=False,
                             max_length=None, labeled=labeled, cells_per_batch=cells_per_batch,
                             length_spread=LENGTH_SPREAD)
@@ -77,7 +78,7 @@ def model_outputs(model: ParserModel, encoded: Sequence, *, tokens_per_batch: in
         with model.remembering_forms([e.chars for e in encoded]):
             for batch in batcher:
                 batch = batch.to(device)
-                yield batch, model(batch)
+                yield batch, model(batch, layers=layers)
     finally:
         model.train(was_training)
 
@@ -112,7 +113,8 @@ def parse(
     tagged = known = 0
     rel_names, tag_names = vocabs.rels.tokens, vocabs.upos.tokens
     for batch, out in model_outputs(model, encoded, tokens_per_batch=tokens_per_batch,
-                                    cells_per_batch=cells_per_batch, device=device, labeled=gold):
+                                    cells_per_batch=cells_per_batch, device=device, labeled=gold,
+                                    layers=columns):
         out = dictionary_tags(out, batch, vocabs, sentences)
         pred_heads, pred_rels = model.decoder.decode(out, upos=batch.upos)
         if metric is not None:

@@ -149,8 +149,9 @@ class BiaffineScorer(nn.Module):
         self.layer_heads = nn.ModuleDict({name: layer_of(name).head(n_states, size)
                                           for name, size in self.layer_sizes.items()})
 
-    def forward(self, batch: Batch) -> EdgeScores:
-        """arcs ``[B, dep, head]``; labels ``[B, dep, head, L]`` or ``None``."""
+    def forward(self, batch: Batch, *, layers: bool = True) -> EdgeScores:
+        """arcs ``[B, dep, head]``; labels ``[B, dep, head, L]`` or ``None``; ``layers``: False
+        leaves the token-level layers' heads out (a caller that reads only the trees)."""
         check_batch(batch, n_words=self.n_words, n_upos=self.n_upos, n_chars=self.n_chars)
         words, lengths = batch.words, batch.lengths
         width = words.shape[1]
@@ -176,8 +177,8 @@ class BiaffineScorer(nn.Module):
         arcs = self.arc(self.arc_dep(states), self.arc_head(states))
         labels = self.rel(self.rel_dep(states), self.rel_head(states)) if self.n_rels > 0 else None
         tags = self.tagger(states) if self.tagger is not None else None
-        layers = {name: head(states) for name, head in self.layer_heads.items()}
-        return EdgeScores(arcs=arcs, labels=labels, tags=tags, layers=layers)
+        columns = {name: head(states) for name, head in self.layer_heads.items()} if layers else {}
+        return EdgeScores(arcs=arcs, labels=labels, tags=tags, layers=columns)
 
 
 def _restore_transformer(module: BiaffineScorer, state_dict: dict, prefix: str, *args: Any) -> None:

@@ -122,8 +122,9 @@ class LogLinearScorer(nn.Module):
             self.label_weights = nn.Embedding(n_label_buckets, 1, sparse=sparse)
             nn.init.zeros_(self.label_weights.weight)
 
-    def forward(self, batch: Batch) -> EdgeScores:
-        """arcs ``[B, dep, head]``; labels ``[B, dep, head, L]`` or ``None``."""
+    def forward(self, batch: Batch, *, layers: bool = True) -> EdgeScores:
+        """arcs ``[B, dep, head]``; labels ``[B, dep, head, L]`` or ``None``. (No layer heads:
+        ``layers`` is the biaffine scorer's option.)"""
         check_batch(batch, n_words=self.n_words, n_upos=self.n_upos)
         if self.training and self.word_dropout > 0 and self.lexical:  # (unlexicalized: no word read)
             batch = self._drop_words(batch)

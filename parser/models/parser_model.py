@@ -107,8 +107,10 @@ class ParserModel(nn.Module):
         self.crf = crf
         self.decoder = decoder if decoder is not None else Decoder(labels=self.labels)
 
-    def forward(self, batch: Batch) -> ParserOutput:
-        edge_scores = self.scorer(batch)
+    def forward(self, batch: Batch, *, layers: bool = True) -> ParserOutput:
+        """The tree distribution of ``batch``; ``layers``: False leaves the token-level layers'
+        scores out (a caller that reads only the trees: ``parse(columns=False)``)."""
+        edge_scores = self.scorer(batch, layers=layers)
         if not self.training:
             edge_scores = self.decoder.scores(edge_scores)
         return self.output(edge_scores, batch)
