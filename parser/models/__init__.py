@@ -8,7 +8,7 @@ from parser.models.biaffine import BiaffineScorer
 from parser.models.build import SCORERS, build_scorer, scorer_options
 from parser.models.edge_scores import LABEL_MODES, EdgeScores, to_output
 from parser.models.loglinear import LogLinearScorer
-from parser.models.parser_model import ParserModel, build_parser
+from parser.models.parser_model import ParserModel, TreesOnly, build_parser
 
 __all__ = [
     "LABEL_MODES",
@@ -17,6 +17,7 @@ __all__ = [
     "EdgeScores",
     "LogLinearScorer",
     "ParserModel",
+    "TreesOnly",
     "build_parser",
     "build_scorer",
     "scorer_options",

@@ -32,7 +32,7 @@ from parser.models.ud_rules import UDRules, parse_rules
 from parser.structs import ParserOutput
 
 __all__ = [
-    "ParserModel", "TaggedOutput", "build_parser", "layers_of", "reads_own_tags", "scorer_kwargs",
+    "ParserModel", "TaggedOutput", "TreesOnly", "build_parser", "layers_of", "reads_own_tags", "scorer_kwargs",
     "ud_rules_of", "upos_ids",
 ]
 
@@ -81,6 +81,18 @@ def scorer_kwargs(cfg: ModelConfig | Mapping[str, Any]) -> dict[str, Any]:
     return options
 
 
+
+class TreesOnly:
+    """A :class:`ParserModel`'s forward with ``layers=False``, and its ``decoder``: what the
+    self-training terms read from their teacher (:mod:`parser.objectives.teacher`). The layer
+    heads' scores are left out; the trees, tags and relations are the model's own."""
+
+    def __init__(self, model: ParserModel) -> None:
+        self.model, self.decoder = model, model.decoder
+
+    def __call__(self, batch: Batch) -> ParserOutput:
+        return self.model(batch, layers=False)
+
 class ParserModel(nn.Module):
     """An edge scorer with its label mode (``joint`` or ``classifier``), root constraint and tree
     distribution (``crf``: ``matrix_tree``, non-projective, or ``projective``), plus the
@@ -114,6 +126,11 @@ class ParserModel(nn.Module):
         if not self.training:
             edge_scores = self.decoder.scores(edge_scores)
         return self.output(edge_scores, batch)
+
+    def trees_only(self) -> TreesOnly:
+        """This model as a callable ``Batch -> ParserOutput`` without its token-level layers'
+        heads: for a caller that reads only the tree distribution (a self-training teacher)."""
+        return TreesOnly(self)
 
     def output(self, edge_scores: EdgeScores, batch: Batch) -> ParserOutput:
         """The tree distribution of ``edge_scores``, with the tag head's tags and loss when it

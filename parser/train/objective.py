@@ -14,7 +14,7 @@ from parser.constraints import EstimateOptions, estimated_set, load_constraints
 from parser.data.conllu_io import Sentence
 from parser.data.vocab import Vocabularies
 from parser.inference import load_parser
-from parser.models import ParserModel
+from parser.models import TreesOnly
 from parser.objectives import TermSpec, build_objective, resolve_terms
 from parser.runtime.checkpoint import CheckpointError
 
@@ -85,7 +85,7 @@ def _load_constraint_set(term: TermSpec, *, vocabs: Vocabularies, labeled: Seque
     return load_constraints("oracle", upos_names, heads=heads, upos=upos, top_k=int(term.options.top_k))
 
 
-def _load_teacher(term: TermSpec, *, vocabs: Vocabularies, device: torch.device | str) -> ParserModel:
+def _load_teacher(term: TermSpec, *, vocabs: Vocabularies, device: torch.device | str) -> TreesOnly:
     checkpoint = term.options.checkpoint
     if not checkpoint:
         raise ValueError(f"objective term {term.name!r} ({term.kind.name}): set its checkpoint= (the teacher)")
@@ -100,4 +100,4 @@ def _load_teacher(term: TermSpec, *, vocabs: Vocabularies, device: torch.device 
         )
     for parameter in teacher.parameters():
         parameter.requires_grad_(False)
-    return teacher
+    return teacher.trees_only()  # the terms read its trees: its layer heads would be wasted work

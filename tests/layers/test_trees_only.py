@@ -4,6 +4,7 @@ False)``) skips the token-level layers' heads, and gets the same trees and confi
 from __future__ import annotations
 
 import pytest
+import torch
 
 from parser.data.conllu_io import read_conllu
 from parser.inference import load_parser
@@ -28,3 +29,23 @@ def test_trees_without_the_layers_heads_are_the_same(layered_checkpoint, morph_f
         assert mine.head_probs == theirs.head_probs and mine.tree_entropy == theirs.tree_entropy
     with pytest.raises(AssertionError, match="a layer head ran"):  # by default they run
         parse(model, sentences, vocabs, tokens_per_batch=200)
+
+
+def test_a_self_training_teacher_runs_without_its_layer_heads(layered_checkpoint, morph_files,
+                                                               monkeypatch):
+    from parser.data.batching import collate, encode_all
+    from parser.models import TreesOnly
+    from parser.train.objective import build_training_objective
+
+    model, vocabs, _ = load_parser(layered_checkpoint)
+    terms = {"kl": {"weight": 1.0, "checkpoint": str(layered_checkpoint)}}
+    objective = build_training_objective(terms, vocabs=vocabs, labeled=[], device="cpu")
+    teacher = objective.terms[0].objective.teacher
+    assert isinstance(teacher, TreesOnly) and teacher.decoder is teacher.model.decoder
+    batch = collate(encode_all(read_conllu(morph_files[1]).sentences[:4], vocabs), labeled=False)
+    with torch.no_grad():
+        full = model(batch)
+        for head in teacher.model.scorer.layer_heads.values():
+            monkeypatch.setattr(head, "forward", lambda *a, **k: pytest.fail("a teacher's layer head ran"))
+        trees = teacher(batch)
+    assert torch.equal(trees.dist.scores, full.dist.scores)
