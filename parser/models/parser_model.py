@@ -32,8 +32,8 @@ from parser.models.ud_rules import UDRules, parse_rules
 from parser.structs import ParserOutput
 
 __all__ = [
-    "ParserModel", "TaggedOutput", "TreesOnly", "build_parser", "layers_of", "reads_own_tags", "scorer_kwargs",
-    "ud_rules_of", "upos_ids",
+    "ParserModel", "TaggedOutput", "TreesOnly", "build_parser", "layers_of", "reads_own_tags",
+    "scorer_kwargs", "ud_rules_of", "upos_ids",
 ]
 
 N_SPECIAL_TAGS = 3  # UPOS ids 0..2 (PAD, UNK, ROOT): never a word's tag
@@ -81,7 +81,6 @@ def scorer_kwargs(cfg: ModelConfig | Mapping[str, Any]) -> dict[str, Any]:
     return options
 
 
-
 class TreesOnly:
     """A :class:`ParserModel`'s forward with ``layers=False``, and its ``decoder``: what the
     self-training terms read from their teacher (:mod:`parser.objectives.teacher`). The layer
@@ -92,6 +91,7 @@ class TreesOnly:
 
     def __call__(self, batch: Batch) -> ParserOutput:
         return self.model(batch, layers=False)
+
 
 class ParserModel(nn.Module):
     """An edge scorer with its label mode (``joint`` or ``classifier``), root constraint and tree

@@ -24,7 +24,8 @@ static int eisner_one(const double *w, int size, int n, int single_root, long *h
     double *incomplete = malloc(sizeof(double) * m * m * 2);
     int *split_complete = malloc(sizeof(int) * m * m * 2);
     int *split_incomplete = malloc(sizeof(int) * m * m * 2);
-    int *stack = malloc(sizeof(int) * 4 * (8 * m + 8));  /* (i, j, side, complete) entries: the span nesting is at most 2m + 2 deep */
+    /* backtracking: (i, j, side, complete) entries; spans nest at most 2m + 2 deep */
+    int *stack = malloc(sizeof(int) * 4 * (8 * m + 8));
     int status = 0;
 #define ARC(h, d) (((d) == 0 || (h) == (d) || (single_root && (h) == 0)) ? -INFINITY : w[(d) * size + (h)])
     for (int i = 0; i < m; i++) {

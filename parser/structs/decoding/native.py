@@ -3,13 +3,13 @@ Eisner's best projective tree (``eisner_native.c``).
 
 Every machine this project runs on has gcc and the C library, so the C twins of
 :mod:`parser.structs.decoding.mst` and :mod:`parser.structs.projective.eisner` are compiled into
-one library the first time a process decodes (about a second)
-into a cache folder (``$PARSER_NATIVE_CACHE``, else ``~/.cache/parser/native``, else the
-temporary folder when that one cannot be written), keyed by the source's digest, and loaded with
-ctypes. Where it cannot be built or loaded (no compiler, a
-read-only cache), or with ``PARSER_NATIVE=0``, :func:`native_mst` and :func:`native_eisner`
-return None, said once in the log, and the pure-torch decoders run instead: each pair gives the
-same trees (tests compare them tree for tree), the torch ones stay the reference.
+one library the first time a process decodes (about a second) into a cache folder
+(``$PARSER_NATIVE_CACHE``, else ``~/.cache/parser/native``, else the temporary folder when that
+one cannot be written), keyed by the sources' digest, and loaded with ctypes. Where it cannot be
+built or loaded (no compiler), or with ``PARSER_NATIVE=0``, :func:`native_mst` and
+:func:`native_eisner` return None, said once in the log, and the pure-torch decoders run
+instead: each pair gives the same trees (tests compare them tree for tree), the torch ones stay
+the reference.
 """
 
 from __future__ import annotations
