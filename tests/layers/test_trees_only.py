@@ -6,9 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 
+from parser.data.batching import collate, encode_all
 from parser.data.conllu_io import read_conllu
 from parser.inference import load_parser
 from parser.inference.parse import parse
+from parser.models import TreesOnly
+from parser.train.objective import build_training_objective
 
 
 def test_trees_without_the_layers_heads_are_the_same(layered_checkpoint, morph_files, monkeypatch):
@@ -33,10 +36,6 @@ def test_trees_without_the_layers_heads_are_the_same(layered_checkpoint, morph_f
 
 def test_a_self_training_teacher_runs_without_its_layer_heads(layered_checkpoint, morph_files,
                                                                monkeypatch):
-    from parser.data.batching import collate, encode_all
-    from parser.models import TreesOnly
-    from parser.train.objective import build_training_objective
-
     model, vocabs, _ = load_parser(layered_checkpoint)
     terms = {"kl": {"weight": 1.0, "checkpoint": str(layered_checkpoint)}}
     objective = build_training_objective(terms, vocabs=vocabs, labeled=[], device="cpu")
