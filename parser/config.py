@@ -211,6 +211,7 @@ class EncoderConfig:
     conv_width: int = 256
     conv_depth: int = 4
     conv_kernel: int = 3  # words per window (odd)
+    conv_dilation: int = 1  # block k's window spaces its words conv_dilation**k apart
     use_chars: bool = False
 
 

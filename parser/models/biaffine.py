@@ -39,7 +39,7 @@ class BiaffineScorer(nn.Module):
     with the word/character embeddings when ``encoder.use_chars`` and UPOS when ``use_upos``,
     go through ``encoder.lstm_layers`` BiLSTM layers (0: none) into the MLPs. With ``kind: cnn``
     residual convolutions (:class:`~parser.models.layers.ConvEncoder`, ``encoder.conv_width``,
-    ``conv_depth``, ``conv_kernel``) replace the BiLSTM (``lstm_*`` are not read). ``n_tags`` > 0
+    ``conv_depth``, ``conv_kernel``, ``conv_dilation``) replace the BiLSTM (``lstm_*`` are not read). ``n_tags`` > 0
     adds a UPOS head on the same states (``EdgeScores.tags``); ``layer_sizes`` (layer name ->
     number of classes) a head per token-level layer (:mod:`parser.data.layers`,
     ``EdgeScores.layers``).
@@ -74,7 +74,8 @@ class BiaffineScorer(nn.Module):
         transformer_chosen = encoder.get("kind", "bilstm") == "transformer"
         self.convolutions = None if encoder.get("kind", "bilstm") != "cnn" else {
             "width": int(encoder.get("conv_width", 256)), "depth": int(encoder.get("conv_depth", 4)),
-            "kernel": int(encoder.get("conv_kernel", 3))}
+            "kernel": int(encoder.get("conv_kernel", 3)),
+            "dilation": int(encoder.get("conv_dilation", 1))}
         if not (use_words or use_upos or transformer_chosen):
             raise ValueError("use_words=False and use_upos=False: the scorer would read nothing")
         for name, value in (("n_words", n_words), ("n_chars", n_chars), ("n_upos", n_upos)):

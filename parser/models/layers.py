@@ -189,20 +189,24 @@ class ConvEncoder(nn.Module):
     depth 4) where the BiLSTM reads the whole sentence at several times the arithmetic.
 
     A linear map to ``width``, then ``depth`` blocks, each ``h = LayerNorm(h + dropout(GELU(
-    conv(h))))`` with a ``kernel``-word window; padding is zeroed before every convolution, so a
-    sentence encodes the same in any batch. The call is the BiLSTM's: ``(x [B, T, n_in], lengths
+    conv(h))))`` with a ``kernel``-word window; block ``k`` spaces its window's words
+    ``dilation ** k`` apart (Strubell et al. 2017's iterated dilated CNN: with 2, four blocks of
+    3-word windows see 31 words at the arithmetic of 9); padding is zeroed before every
+    convolution, so a sentence encodes the same in any batch. The call is the BiLSTM's: ``(x [B, T, n_in], lengths
     [B]) -> (states [B, T, width], None)``, zero beyond each length.
     """
 
-    def __init__(self, n_in: int, width: int, *, depth: int, kernel: int, dropout: float) -> None:
+    def __init__(self, n_in: int, width: int, *, depth: int, kernel: int, dropout: float,
+                 dilation: int = 1) -> None:
         super().__init__()
-        if depth < 1 or width < 1 or kernel < 1 or kernel % 2 == 0:
+        if depth < 1 or width < 1 or kernel < 1 or kernel % 2 == 0 or dilation < 1:
             raise ValueError(f"encoder: conv_width={width}, conv_depth={depth}, conv_kernel="
-                             f"{kernel}: need positive sizes and an odd kernel")
+                             f"{kernel}, conv_dilation={dilation}: need positive sizes and an odd kernel")
         self.hidden_size, self.dropout = width, dropout
         self.project = nn.Linear(n_in, width)
-        self.convs = nn.ModuleList(nn.Conv1d(width, width, kernel, padding=kernel // 2)
-                                   for _ in range(depth))
+        self.convs = nn.ModuleList(
+            nn.Conv1d(width, width, kernel, dilation=dilation**k, padding=kernel // 2 * dilation**k)
+            for k in range(depth))
         self.norms = nn.ModuleList(nn.LayerNorm(width) for _ in range(depth))
 
     def forward(self, x: Tensor, lengths: Tensor) -> tuple[Tensor, None]:

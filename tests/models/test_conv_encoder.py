@@ -17,9 +17,10 @@ from tests.train.helpers import tiny_config
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
-def test_a_sentence_encodes_the_same_alone_and_padded_in_a_batch():
+@pytest.mark.parametrize("dilation", [1, 2])
+def test_a_sentence_encodes_the_same_alone_and_padded_in_a_batch(dilation):
     torch.manual_seed(0)
-    encoder = ConvEncoder(6, 8, depth=3, kernel=3, dropout=0.0).eval()
+    encoder = ConvEncoder(6, 8, depth=3, kernel=3, dropout=0.0, dilation=dilation).eval()
     x = torch.randn(3, 9, 6)
     lengths = torch.tensor([9, 4, 1])
     states, _ = encoder(x, lengths)
@@ -29,6 +30,18 @@ def test_a_sentence_encodes_the_same_alone_and_padded_in_a_batch():
         assert states[b, n:].eq(0).all()
     x[1, 4:] = 100.0  # what lies beyond a length changes nothing
     torch.testing.assert_close(encoder(x, lengths)[0], states)
+
+
+def test_dilated_blocks_see_further():
+    # three blocks of 3-word windows: 7 words undilated, 1 + 2 * (1 + 2 + 4) = 15 dilated by 2
+    torch.manual_seed(0)
+    for dilation, seen in ((1, 7), (2, 15)):
+        encoder = ConvEncoder(4, 8, depth=3, kernel=3, dropout=0.0, dilation=dilation).eval()
+        x = torch.randn(1, 20, 4, requires_grad=True)
+        # a weighted sum: a LayerNorm's outputs sum to a constant
+        (encoder(x, torch.tensor([20]))[0][0, 10] * torch.randn(8)).sum().backward()
+        reached = x.grad[0].abs().sum(-1).ne(0).nonzero().flatten().tolist()
+        assert reached == list(range(10 - seen // 2, 10 + seen // 2 + 1))
 
 
 def test_bad_sizes_are_refused():
