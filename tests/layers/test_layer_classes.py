@@ -174,6 +174,25 @@ def test_a_batch_decodes_as_its_sentences_alone(morph):
         assert together == alone
 
 
+def test_ties_go_to_the_first_class_as_the_heads_argmax(morph):
+    # scores of few values: most words have several best classes, allowed or not
+    feats = FeatsLayer()
+    vocabs = Vocabularies.build(morph, min_freq=1, layers=[feats])
+    classes, dictionary = vocabs.layers["feats"], vocabs.lexicons["feats"]
+    forms = [f for s in morph for f in s.forms] + ["Unseenly", "zzq"]
+    generator = torch.Generator().manual_seed(1)
+    for _ in range(10):
+        scores = torch.randint(0, 2, (len(forms), len(classes)), generator=generator).float()
+        expected = []
+        for word, form in enumerate(forms):
+            allowed = sorted(c for c in (classes.index(t) for t in feats.allowed(form, dictionary) or ())
+                             if c >= 3) or range(3, len(classes))
+            top = max(float(scores[word, c]) for c in allowed)
+            first = min(c for c in allowed if float(scores[word, c]) == top)
+            expected.append(feats.value(form, classes.token(first)))
+        assert _decode(feats, forms, scores, classes, dictionary) == expected
+
+
 def _brute_force_decode(layer, forms, scores, classes, lexicon):
     """The best class of each word among those the dictionary allows, by a loop over classes."""
     values = []
