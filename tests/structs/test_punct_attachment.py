@@ -5,11 +5,17 @@ projective tree of the other words never leaves a mark without a head."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 import torch
 
-from parser.structs import attach_punct_projectively, eisner
+from parser.data.batching import encode_all
+from parser.data.conllu_io import read_conllu
+from parser.inference import load_parser
+from parser.inference.parse import model_outputs
+from parser.structs import attach_punct_projectively, eisner, maximum_spanning_tree
+from parser.structs.decoding import native as compiled
 from tests.structs.brute import all_trees
 
 
@@ -69,15 +75,17 @@ def _random_tree(rng: random.Random, n: int) -> list[int]:
     return heads[1:]
 
 
+@pytest.mark.parametrize("native", [True, False])
 @pytest.mark.parametrize("seed", range(60))
-def test_marks_get_their_best_allowed_head(seed):
+def test_marks_get_their_best_allowed_head(seed, native):
     rng = random.Random(seed)
     n = rng.randint(3, 9)
     heads, marks = random_case(rng, n)
     scores = torch.randn(1, n + 1, n + 1, generator=torch.Generator().manual_seed(seed))
     marked = torch.zeros(1, n + 1, dtype=torch.bool)
     marked[0, sorted(marks)] = True
-    new, stuck = attach_punct_projectively(torch.tensor([heads]), torch.tensor([n]), marked, scores)
+    new, stuck = attach_punct_projectively(torch.tensor([heads]), torch.tensor([n]), marked, scores,
+                                           native=native)
     new = new[0].tolist()
     content = set(range(1, n + 1)) - marks
     # The reference: the other words' tree (a mark's children moved up), marks left to right.
@@ -122,3 +130,46 @@ def test_sentences_left_as_decoded():
     marked = torch.tensor([[False, True, False], [False, True, True]])  # marked root word
     new, stuck = attach_punct_projectively(heads, torch.tensor([2, 2]), marked, torch.zeros(2, 3, 3))
     assert torch.equal(new, heads) and not stuck.any()
+
+
+def test_the_compiled_twin_builds_on_this_machine():
+    assert compiled.native_punct(torch.zeros(1, 2, dtype=torch.long), torch.tensor([1]),
+                                 torch.zeros(1, 2, dtype=torch.bool), torch.zeros(1, 2, 2)) is not None
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_compiled_and_torch_agree_on_padded_batches_with_ties_and_forbidden_arcs(seed):
+    generator = torch.Generator().manual_seed(seed)
+    batch, size = 8, int(torch.randint(3, 30, (1,), generator=generator))
+    lengths = torch.randint(1, size, (batch,), generator=generator)
+    lengths[0] = size - 1
+    # few distinct values (ties between heads) and forbidden arcs, as the UD rules make them
+    scores = torch.randint(0, 3, (batch, size, size), generator=generator).float()
+    scores[torch.rand(batch, size, size, generator=generator) < 0.2] = float("-inf")
+    scores[:, :, 0] = 0.0
+    trees = maximum_spanning_tree(torch.randn(batch, size, size, generator=generator), lengths,
+                                  single_root=bool(seed % 2))
+    marked = torch.rand(batch, size, generator=generator) < 0.3
+    got = attach_punct_projectively(trees, lengths, marked, scores)
+    expected = attach_punct_projectively(trees, lengths, marked, scores, native=False)
+    words = torch.arange(size)[None, :] <= lengths[:, None]
+    assert torch.equal(got[0].masked_fill(~words, 0), expected[0].masked_fill(~words, 0))
+    assert torch.equal(got[1], expected[1])
+
+
+def test_compiled_and_torch_agree_on_a_trained_models_scores():
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    model, vocabs, _ = load_parser(fixtures / "pre_layers" / "parser.pt")
+    sentences = read_conllu(fixtures / "tiny-dev.conllu").sentences
+    punct, marks = vocabs.upos.index("PUNCT"), 0
+    with torch.no_grad():
+        for batch, out in model_outputs(model, encode_all(sentences, vocabs), tokens_per_batch=500,
+                                        cells_per_batch=None, device="cpu"):
+            arcs, lengths = out.dist.arc_scores, out.dist.lengths
+            trees = maximum_spanning_tree(arcs, lengths, single_root=True)
+            marked = batch.upos == punct
+            got = attach_punct_projectively(trees, lengths, marked, arcs)
+            expected = attach_punct_projectively(trees, lengths, marked, arcs, native=False)
+            assert torch.equal(got[0], expected[0]) and torch.equal(got[1], expected[1])
+            marks += int(marked.sum())
+    assert marks > 0

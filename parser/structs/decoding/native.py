@@ -1,15 +1,17 @@
-"""The compiled decoders, built on first use: the maximum spanning tree (``mst_native.c``) and
-Eisner's best projective tree (``eisner_native.c``).
+"""The compiled decoders, built on first use: the maximum spanning tree (``mst_native.c``),
+Eisner's best projective tree (``eisner_native.c``) and the projective attachment of punctuation
+(``punct_native.c``).
 
 Every machine this project runs on has gcc and the C library, so the C twins of
-:mod:`parser.structs.decoding.mst` and :mod:`parser.structs.projective.eisner` are compiled into
+:mod:`parser.structs.decoding.mst`, :mod:`parser.structs.projective.eisner` and
+:mod:`parser.structs.decoding.punct_attachment` are compiled into
 one library the first time a process decodes (about a second) into a cache folder
 (``$PARSER_NATIVE_CACHE``, else ``~/.cache/parser/native``, else the temporary folder when that
 one cannot be written), keyed by the sources' digest, and loaded with ctypes. Where it cannot be
-built or loaded (no compiler), or with ``PARSER_NATIVE=0``, :func:`native_mst` and
-:func:`native_eisner` return None, said once in the log, and the pure-torch decoders run
-instead: each pair gives the same trees (tests compare them tree for tree), the torch ones stay
-the reference.
+built or loaded (no compiler), or with ``PARSER_NATIVE=0``, :func:`native_mst`,
+:func:`native_eisner` and :func:`native_punct` return None, said once in the log, and the
+pure-torch decoders run instead: each pair gives the same trees (tests compare them tree for
+tree), the torch ones stay the reference.
 """
 
 from __future__ import annotations
@@ -27,11 +29,12 @@ import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["native_eisner", "native_library", "native_mst"]
+__all__ = ["native_eisner", "native_library", "native_mst", "native_punct"]
 
 log = logging.getLogger(__name__)
 
-SOURCES = tuple(Path(__file__).with_name(name) for name in ("mst_native.c", "eisner_native.c"))
+SOURCES = tuple(Path(__file__).with_name(name) for name in ("mst_native.c", "eisner_native.c",
+                                                                    "punct_native.c"))
 
 
 def _cache_dir() -> Path:
@@ -64,6 +67,8 @@ def native_library() -> ctypes.CDLL | None:
         function.restype = ctypes.c_int
         function.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
                              ctypes.c_int, ctypes.c_void_p]
+    library.punct_batch.restype = ctypes.c_int
+    library.punct_batch.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int] * 2 + [ctypes.c_void_p] * 2
     return library
 
 
@@ -108,3 +113,22 @@ def _decode(function: str, scores: Tensor, lengths: Tensor, *, single_root: bool
     failed = getattr(library, function)(weights.ctypes.data, counts.ctypes.data, batch, size,
                                         int(single_root), heads.ctypes.data)
     return None if failed else torch.from_numpy(heads)
+
+
+def native_punct(heads: Tensor, lengths: Tensor, marked: Tensor, scores: Tensor) -> tuple[Tensor, Tensor] | None:
+    """``(heads, stuck)`` of :func:`parser.structs.attach_punct_projectively` for CPU tensors by
+    the compiled twin; None when it is not available."""
+    library = native_library()
+    if library is None or scores.device.type != "cpu":
+        return None
+    batch, size = heads.shape
+    trees = np.ascontiguousarray(heads.detach().numpy().astype(np.int64))
+    counts = np.ascontiguousarray(lengths.detach().cpu().numpy().astype(np.int64))
+    marks = np.ascontiguousarray(marked.detach().numpy().astype(np.uint8))
+    weights = np.ascontiguousarray(scores.detach().to(torch.float64).numpy())
+    out = np.zeros((batch, size), dtype=np.int64)
+    stuck = np.zeros(batch, dtype=np.uint8)
+    if library.punct_batch(trees.ctypes.data, counts.ctypes.data, marks.ctypes.data,
+                           weights.ctypes.data, batch, size, out.ctypes.data, stuck.ctypes.data):
+        return None
+    return torch.from_numpy(out), torch.from_numpy(stuck.astype(bool))

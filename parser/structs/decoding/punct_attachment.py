@@ -21,13 +21,14 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from parser.structs.decoding.native import native_punct
 from parser.structs.decoding.unit_attachment import lift_children
 
 __all__ = ["attach_punct_projectively"]
 
 
-def attach_punct_projectively(heads: Tensor, lengths: Tensor, marked: Tensor, scores: Tensor,
-                              ) -> tuple[Tensor, Tensor]:
+def attach_punct_projectively(heads: Tensor, lengths: Tensor, marked: Tensor, scores: Tensor, *,
+                              native: bool = True) -> tuple[Tensor, Tensor]:
     """``(heads [B, N+1], stuck [B])``: the words where ``marked [B, N+1]`` is True become leaves
     attached by the conditions above, each to its best allowed head by ``scores [B, dep, head]``;
     ``stuck``: the sentences where some mark had no allowed head (it keeps its decoded head). A
@@ -36,7 +37,13 @@ def attach_punct_projectively(heads: Tensor, lengths: Tensor, marked: Tensor, sc
 
     heads: decoded trees (``heads[:, 0]`` and padding ignored); lengths: ``[B]`` words. A sentence
     whose root word is marked, or with no unmarked word, is left as decoded.
+
+    native: CPU tensors go to the compiled twin where it is available
+    (:mod:`parser.structs.decoding.native`, the same heads); False: this module's torch code.
     """
+    found = native_punct(heads, lengths, marked, scores) if native else None
+    if found is not None:
+        return found
     size = heads.shape[1]
     positions = torch.arange(size, device=heads.device)
     words = (positions[None, :] >= 1) & (positions[None, :] <= lengths[:, None])
