@@ -156,12 +156,18 @@ class TokenLayer:
     def allowed(self, form: str, lexicon: Mapping) -> list[str] | None:
         """The classes ``lexicon`` (:meth:`lexicon`) allows a word ``form``: those seen with the
         form, else with the longest suffix it shares with a training form; None: any class."""
+        entry = self.entry(form, lexicon)
+        return None if entry is None else lexicon[entry[0]][entry[1]]
+
+    def entry(self, form: str, lexicon: Mapping) -> tuple[str, str] | None:
+        """Where :meth:`allowed` reads ``form``'s classes: ``("forms", form)`` or
+        ``("suffixes", suffix)``; None: nowhere (any class)."""
         if form in lexicon["forms"]:
-            return lexicon["forms"][form]
+            return "forms", form
         for length in range(min(lexicon["suffix_length"], len(form) - 1), 0, -1):
-            found = lexicon["suffixes"].get(form[-length:])
-            if found:
-                return found
+            suffix = form[-length:]
+            if lexicon["suffixes"].get(suffix):
+                return "suffixes", suffix
         return None
 
     def head(self, n_states: int, n_classes: int) -> nn.Module:
@@ -208,6 +214,7 @@ class Dictionary:
                        "suffixes": {}, "suffix_length": 0}
         self.layer, self.lexicon, self.classes = layer, lexicon, classes
         self._ids: dict[str, tuple[int, ...]] = {}
+        self._entry_ids: dict[tuple[str, str], tuple[int, ...]] = {}
 
     def best(self, forms: Sequence[Sequence[str]], scores: Tensor) -> list[list[int]]:
         """Each word's best class id by ``scores [B, T, C]`` (row ``b``: the words ``forms[b]``
@@ -235,11 +242,17 @@ class Dictionary:
         return [row[: len(words)] for row, words in zip(best.tolist(), forms)]
 
     def ids(self, form: str) -> tuple[int, ...]:
-        """The kept class ids ``form`` may take, in class order (empty: any)."""
+        """The kept class ids ``form`` may take, in class order (empty: any). Remembered per form
+        and per dictionary entry: the unseen forms sharing a suffix share its (often long) list."""
         found = self._ids.get(form)
         if found is None:
-            allowed = self.layer.allowed(form, self.lexicon) or ()
-            found = tuple(sorted(c for c in self.classes.indices(allowed) if c >= N_SPECIAL))
+            entry = self.layer.entry(form, self.lexicon)
+            found = () if entry is None else self._entry_ids.get(entry)
+            if found is None:
+                allowed = self.lexicon[entry[0]][entry[1]]
+                found = tuple(sorted(c for c in self.classes.indices(allowed) if c >= N_SPECIAL))
+                if len(self._entry_ids) < self.MEMO:
+                    self._entry_ids[entry] = found
             if len(self._ids) < self.MEMO:
                 self._ids[form] = found
         return found
