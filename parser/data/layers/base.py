@@ -82,6 +82,8 @@ class TokenLayer:
     # '_' is a value of the column, not a gap (FEATS: a word without features), once training
     # has any other value in it; otherwise '_' is unannotated, as XPOS and LEMMA have it.
     underscore_is_value: ClassVar[bool] = False
+    # value() reads the form (LEMMA's edit scripts); False: each class has one value
+    values_read_form: ClassVar[bool] = False
     # the dictionary's longest suffix (lexicon); 0: seen forms only
     suffix_length: ClassVar[int] = SUFFIX_LENGTH
 
@@ -192,10 +194,10 @@ class TokenLayer:
         each word's best class, among those ``lexicon`` allows it where it allows any that the head
         has (:meth:`allowed`; a :class:`Dictionary` of it remembers each form's classes across
         calls). One argmax per batch, not per sentence."""
-        if lexicon is not None and not isinstance(lexicon, Dictionary):
-            lexicon = Dictionary(self, lexicon, classes)
-        best = (lexicon.best(forms, scores) if lexicon is not None else
-                [row[: len(words)] for row, words in zip(self.predict(scores).tolist(), forms)])
+        if lexicon is not None:
+            dictionary = lexicon if isinstance(lexicon, Dictionary) else Dictionary(self, lexicon, classes)
+            return dictionary.decode(forms, scores)
+        best = [row[: len(words)] for row, words in zip(self.predict(scores).tolist(), forms)]
         names = classes.tokens
         return [[self.value(form, names[c]) for form, c in zip(words, ids)]
                 for words, ids in zip(forms, best)]
@@ -215,6 +217,8 @@ class Dictionary:
         self.layer, self.lexicon, self.classes = layer, lexicon, classes
         self._ids: dict[str, tuple[int, ...]] = {}
         self._entry_ids: dict[tuple[str, str], tuple[int, ...]] = {}
+        self._class_values: list[str | None] | None = None
+        self._values: dict[tuple[str, int], tuple[str | None]] = {}
 
     def best(self, forms: Sequence[Sequence[str]], scores: Tensor) -> list[list[int]]:
         """Each word's best class id by ``scores [B, T, C]`` (row ``b``: the words ``forms[b]``
@@ -224,22 +228,48 @@ class Dictionary:
         classes, remembered); the choices are numpy's (on EWT test, per-word Python here cost
         more than the convolutional encoder)."""
         best = self.layer.predict(scores).cpu().numpy()
-        rows = [(b, word, ids) for b, words in enumerate(forms) for word, form in enumerate(words)
-                for ids in (self.ids(form),) if ids]
-        if rows:
-            counts = np.fromiter((len(ids) for _, _, ids in rows), dtype=np.int64, count=len(rows))
-            classes = np.fromiter(chain.from_iterable(ids for _, _, ids in rows), dtype=np.int64,
-                                  count=int(counts.sum()))
-            owner = np.repeat(np.arange(len(rows)), counts)  # each cell's row
-            b, word = (np.array(column, dtype=np.int64) for column in list(zip(*rows))[:2])
+        lengths = np.fromiter(map(len, forms), dtype=np.int64, count=len(forms))
+        remembered, ids_of = self._ids.get, self.ids
+        ids = [remembered(form) or ids_of(form) for words in forms for form in words]
+        counts = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+        if counts.any():
+            # each word's (sentence, position), then each cell's word: one class of a word
+            b = np.repeat(np.arange(len(forms)), lengths)
+            word = np.arange(len(ids)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+            classes = np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=int(counts.sum()))
+            owner = np.repeat(np.arange(len(ids)), counts)
             values = scores.detach().cpu().numpy()[b[owner], word[owner], classes]
-            # the first cell (class order, as argmax) of each row holding its row's maximum
-            starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-            top = np.maximum.reduceat(values, starts)
-            at_top = np.flatnonzero(values == top[owner])
+            # the first cell (class order, as argmax) of each restricted word holding its maximum
+            restricted = np.flatnonzero(counts)
+            top = np.maximum.reduceat(values, (np.cumsum(counts) - counts)[restricted])
+            at_top = np.flatnonzero(values == np.repeat(top, counts[restricted]))
             _, first = np.unique(owner[at_top], return_index=True)
-            best[b, word] = classes[at_top[first]]
+            best[b[restricted], word[restricted]] = classes[at_top[first]]
         return [row[: len(words)] for row, words in zip(best.tolist(), forms)]
+
+    def decode(self, forms: Sequence[Sequence[str]], scores: Tensor) -> list[list[str | None]]:
+        """:meth:`TokenLayer.decode` through this dictionary: each word's value from its best
+        class (:meth:`best`), remembered per class (or per form and class, for a layer whose
+        values read the form)."""
+        best = self.best(forms, scores)
+        if not self.layer.values_read_form:
+            values = self._class_values
+            if values is None:
+                values = self._class_values = [self.layer.value("", name) for name in self.classes.tokens]
+            return [[values[c] for c in ids] for ids in best]
+        names, remembered, value = self.classes.tokens, self._values, self.layer.value
+        decoded = []
+        for words, ids in zip(forms, best):
+            row = []
+            for form, c in zip(words, ids):
+                found = remembered.get((form, c))
+                if found is None:
+                    found = remembered[form, c] = (value(form, names[c]),)
+                    if len(remembered) > self.MEMO:
+                        remembered.clear()
+                row.append(found[0])
+            decoded.append(row)
+        return decoded
 
     def ids(self, form: str) -> tuple[int, ...]:
         """The kept class ids ``form`` may take, in class order (empty: any). Remembered per form

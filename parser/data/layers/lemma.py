@@ -24,6 +24,7 @@ class LemmaLayer(TokenLayer):
 
     name = "lemma"
     column = "LEMMA"
+    values_read_form = True
 
     def target(self, form: str, value: str) -> str:
         return lemma_script(form, value)
