@@ -14,6 +14,11 @@ with an integer id).
   (checkpoint load included), ``confidence`` false and true; the load alone
   (:func:`parser.inference.load_decoder`) is timed in the same process and also reported
   subtracted, as "parse only".
+- whole processes (``--large``, e.g. EWT train): spaCy's worker and ``python -m
+  parser.cli.predict`` over the large input, each a fresh process from launch to exit (CPU from
+  the kernel's account of the child, wall outside), the way a user runs them.
+- ``--option key=value``: passed to ``predict_file`` and to the command line alike (e.g.
+  ``label_grid=false`` for a checkpoint trained before the option).
 - cold start: a fresh process imports ``parser.cli.predict`` (what ``parser-predict`` runs), loads
   the checkpoint and parses the input's first sentence (written to a string); the three steps
   are timed inside it, and the process's wall time (interpreter start to exit) outside. The same
@@ -37,6 +42,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -116,10 +122,16 @@ def run_parser(args: argparse.Namespace) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         start, cpu = time.perf_counter(), time.process_time()
         count = predict_file(args.checkpoint, args.input, Path(folder) / "out.conllu", device="cpu",
-                             confidence=args.worker == "parser-confidence")
+                             confidence=args.worker == "parser-confidence", **predict_options(args))
         elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     return {"words": words, "sentences": count, "seconds": elapsed, "cpu": cpu, "load": load,
             "torch": torch.__version__}
+
+
+def predict_options(args: argparse.Namespace) -> dict:
+    """``--option`` pairs as ``predict_file`` keywords (true/false as booleans)."""
+    options = dict(pair.split("=", 1) for pair in args.option)
+    return {key: {"true": True, "false": False}.get(value, value) for key, value in options.items()}
 
 
 def run_cold(args: argparse.Namespace) -> dict:
@@ -163,7 +175,8 @@ WORKERS = {"spacy": run_spacy, "parser": run_parser, "parser-confidence": run_pa
 def child(args: argparse.Namespace, worker: str) -> dict:
     command = [sys.executable, str(Path(__file__).resolve()), "--worker", worker,
                "--core", str(args.core), "--input", args.input, "--checkpoint", args.checkpoint,
-               "--spacy-path", args.spacy_path or "", "--spacy-model", args.spacy_model]
+               "--spacy-path", args.spacy_path or "", "--spacy-model", args.spacy_model,
+               *(f"--option={pair}" for pair in args.option)]
     start = time.perf_counter()
     done = subprocess.run(command, check=False, cwd=REPO, env=child_env(), capture_output=True, text=True)
     wall = time.perf_counter() - start
@@ -194,6 +207,30 @@ def cli_cold(args: argparse.Namespace) -> float:
     return wall
 
 
+def whole(args: argparse.Namespace, kind: str) -> dict:
+    """A fresh process over ``--large``, launch to exit: CPU s (the child's user + system time)
+    and wall s. ``kind``: spacy (its worker), parser, parser-confidence (``parser.cli.predict``)."""
+    with tempfile.TemporaryDirectory() as folder:
+        if kind == "spacy":
+            command = [sys.executable, str(Path(__file__).resolve()), "--worker", "spacy",
+                       "--core", str(args.core), "--input", args.large, "--checkpoint", args.checkpoint,
+                       "--spacy-path", args.spacy_path, "--spacy-model", args.spacy_model]
+        else:
+            command = ["taskset", "-c", str(args.core), sys.executable, "-m", "parser.cli.predict",
+                       f"checkpoint={args.checkpoint}", f"input={args.large}",
+                       f"output={Path(folder) / 'out.conllu'}", "device=cpu", *args.option,
+                       f"confidence={str(kind == 'parser-confidence').lower()}"]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        done = subprocess.run(command, check=False, cwd=REPO, env=child_env(), capture_output=True, text=True)
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"{kind} over {args.large} failed:\n{done.stderr}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"cpu": cpu, "wall": wall}
+
+
 def median(runs: list[dict], key: str) -> float:
     return statistics.median(run[key] for run in runs)
 
@@ -209,7 +246,8 @@ def cpu_model() -> str:
     return platform.processor() or "unknown CPU"
 
 
-def report(args: argparse.Namespace, runs: dict[str, list[dict]], cli: list[float]) -> str:
+def report(args: argparse.Namespace, runs: dict[str, list[dict]], cli: list[float],
+           large: dict[str, list[dict]]) -> str:
     lines = [("| configuration | words | words/s (CPU) | words/s (CPU, parse only) | words/s (wall) | "
               "CPU s | wall s | load CPU s | CPU s of each run |"),
              "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
@@ -236,6 +274,20 @@ def report(args: argparse.Namespace, runs: dict[str, list[dict]], cli: list[floa
             if name in speeds:
                 lines.append(f"- {name}: {speeds[name][0] / base:.2f}x spaCy's words/s (CPU), "
                              f"{speeds[name][1] / base:.2f}x parse only")
+    if large:
+        words = sum(len(s) for s in read_words(Path(args.large)))
+        lines += ["", (f"Whole processes over {args.large} ({words:,} words), launch to exit "
+                       f"(medians of {args.repeats}):"), "",
+                  "| process | CPU s | wall s | words/s (CPU) | words/s (wall) | x spaCy (CPU) |",
+                  "|---|---:|---:|---:|---:|---:|"]
+        base = words / median(large["spacy"], "cpu") if "spacy" in large else None
+        for name, done in large.items():
+            cpu, wall = median(done, "cpu"), median(done, "wall")
+            label = "spaCy worker" if name == "spacy" else (
+                f"python -m parser.cli.predict confidence={str(name != 'parser').lower()}")
+            ratio = f"{words / cpu / base:.2f}" if base else "-"
+            lines.append(f"| {label} | {cpu:.2f} | {wall:.2f} | {words / cpu:,.0f} | "
+                         f"{words / wall:,.0f} | {ratio} |")
     if "cold" in runs:
         cold = runs["cold"]
         cli_wall = statistics.median(cli) if cli else float("nan")
@@ -264,6 +316,10 @@ def main() -> None:
     arguments.add_argument("--only", nargs="*", choices=[*WORKERS, "cli"], default=None,
                            help="run only these measurements")
     arguments.add_argument("--out", default=None, help="results markdown file (default: stdout only)")
+    arguments.add_argument("--large", default=None,
+                           help="also whole processes over this CoNLL-U file (e.g. EWT train)")
+    arguments.add_argument("--option", action="append", default=[],
+                           help="key=value for predict_file and parser-predict (repeatable)")
     arguments.add_argument("--worker", choices=list(WORKERS), default=None, help=argparse.SUPPRESS)
     args = arguments.parse_args()
     pin(args.core)
@@ -274,19 +330,25 @@ def main() -> None:
                            "cold", "cli"]
     runs: dict[str, list[dict]] = {name: [] for name in chosen if name in WORKERS}
     cli: list[float] = []
+    large: dict[str, list[dict]] = {name: [] for name in ("spacy", "parser", "parser-confidence")
+                                    if args.large and name in runs}
     for _ in range(args.repeats):  # interleaved: a drift in the machine's load hits all alike
         for name, done in runs.items():
             done.append(child(args, name))
             print(name, json.dumps(done[-1]), file=sys.stderr, flush=True)
+        for name, done in large.items():
+            done.append(whole(args, name))
+            print("whole", name, json.dumps(done[-1]), file=sys.stderr, flush=True)
         if "cli" in chosen:
             cli.append(cli_cold(args))
             print("cli", f"{cli[-1]:.2f}", file=sys.stderr, flush=True)
     import torch  # its version, for the report only
 
-    body = report(args, runs, cli)
+    body = report(args, runs, cli, large)
     command = " ".join(["taskset -c", str(args.core), "python experiments/bench_predict_speed.py",
                         "--checkpoint CHECKPOINT", *(["--spacy-path .bench-spacy"] if args.spacy_path else []),
-                        f"--repeats {args.repeats}"])
+                        f"--repeats {args.repeats}", *([f"--large {args.large}"] if args.large else []),
+                        *(f"--option {pair}" for pair in args.option)])
     text = (f"# parser-predict speed on one core\n\nCommand (repository root): `{command}`\n\n"
             f"Machine: {cpu_model()}, {os.cpu_count()} cores, torch {torch.__version__}, one thread; "
             f"input {args.input}\n\n{body}\n")

@@ -242,6 +242,12 @@ class ModelConfig:
     # parser-predict / parser-evaluate ud_rules=... override.
     ud_rules: list[str] = field(
         default_factory=lambda: ["root", "left_to_right", "one_subject", "one_object", "punct"])
+    # Prediction scores each word's labels on its decoded arc only (and on the arcs confidence,
+    # k-best trees and samples ask for: ParserOutput.label_at), not on every (dependent, head)
+    # pair; false needs labels: classifier. The UD label masks then apply on those arcs and leave
+    # the arc scores as they are (the grid's classifier takes disallowed relations' mass out of
+    # each arc). Training scores the grid either way. parser-predict label_grid=... overrides.
+    label_grid: bool = True
     encoder: EncoderConfig = field(default_factory=EncoderConfig)
     # Tags: ``upos_input`` gold embeds the data's UPOS column (needs gold or tagger tags at test
     # time); predicted and none read no tag column. ``tag_loss_weight`` > 0 adds a UPOS head on

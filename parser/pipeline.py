@@ -121,11 +121,12 @@ class Pipeline:
     def load(cls, path: str | os.PathLike, *, device: str = "cpu", batch_size: int = 5000,
              chunk_sentences: int = 1000, confidence: bool = False,
              projective: bool | None = None, attach_to_units: Sequence[str] | None = None,
-             ud_rules: str | Sequence[str] | None = None, max_words: int = MAX_WORDS) -> Pipeline:
+             ud_rules: str | Sequence[str] | None = None, label_grid: bool | None = None,
+             max_words: int = MAX_WORDS) -> Pipeline:
         """The pipeline saved at ``path`` (``parser-pipeline build``). ``batch_size``: words per
         parser batch; ``chunk_sentences``: sentences held at once by :meth:`parse_file`;
         ``confidence``: the tree CRF's marginals in MISC and comments (``parser-predict
-        confidence=true``); ``projective``, ``attach_to_units``, ``ud_rules``: the parser's
+        confidence=true``); ``projective``, ``attach_to_units``, ``ud_rules``, ``label_grid``: the parser's
         decoder overridden where not None (:func:`parser.inference.loading.with_overrides`);
         ``max_words``: longer sentences come back unparsed, with ``parse_error``."""
         state = load_checkpoint(path, map_location="cpu")
@@ -139,7 +140,8 @@ class Pipeline:
                   if state.get("tagger") else None)
         model, vocabs, config = parser_from_state(state["parser"], where=f"{where} (parser)")
         model.decoder = with_overrides(model.decoder, vocabs, projective=projective,
-                                       attach_to_units=attach_to_units, ud_rules=ud_rules)
+                                       attach_to_units=attach_to_units, ud_rules=ud_rules,
+                                       label_grid=label_grid)
         return cls(parser=(model, vocabs, config), tokenizer=tokenizer, tagger=tagger, device=device, batch_size=batch_size,
                    chunk_sentences=chunk_sentences, meta=state.get("meta"), confidence=confidence,
                    max_words=max_words)
@@ -295,7 +297,8 @@ def parse_raw_file(checkpoint: str | os.PathLike, tokenizer: str | os.PathLike,
                    tagger: str | os.PathLike | None = None, device: str = "auto",
                    tokens_per_batch: int = 5000, projective: bool | None = None,
                    attach_to_units: Sequence[str] | None = None,
-                   ud_rules: str | Sequence[str] | None = None, confidence: bool = False,
+                   ud_rules: str | Sequence[str] | None = None, label_grid: bool | None = None,
+                   confidence: bool = False,
                    kbest: int = 0, samples: int = 0, seed: int = 0,
                    max_words: int = MAX_WORDS) -> ParseCount:
     """``parser-predict tokenizer=...``: tokenise, split, tag (when the parser reads UPOS) and
@@ -308,7 +311,8 @@ def parse_raw_file(checkpoint: str | os.PathLike, tokenizer: str | os.PathLike,
         input_path, checkpoint, tokenizer, *([tagger] if tagger else [])))
     torch_device = resolve_device(device)
     model, vocabs, config = load_decoder(checkpoint, device=torch_device, projective=projective,
-                                         attach_to_units=attach_to_units, ud_rules=ud_rules)
+                                         attach_to_units=attach_to_units, ud_rules=ud_rules,
+                                       label_grid=label_grid)
     if tagger is None and reads_upos(config):
         raise ValueError(f"checkpoint={checkpoint}: the parser reads UPOS tags; raw text needs "
                          "tagger=<tagger best.pt> too (parser-train-tagger trains one)")

@@ -101,6 +101,7 @@ OPTIONS = {
     "projective": None,  # true | false: best projective tree or maximum spanning tree (default: the checkpoint's)
     "attach_to_units": None,  # e.g. PUNCT,CCONJ, or none: UD punct/cc re-attachment (default: the checkpoint's)
     "ud_rules": None,  # all | none | root,left_to_right,one_subject,one_object (default: the checkpoint's model.ud_rules)
+    "label_grid": None,  # false: labels scored on the decoded arcs only (default: the checkpoint's model.label_grid)
     "keep_deps": "false",  # true: keep the input's DEPS column (default: '_', as HEAD is new)
     "chunk_size": "1000",  # sentences read, parsed and written at a time (bounds memory)
     "confidence": "false",  # true: HeadProb/DeprelProb in MISC, tree_logprob/tree_entropy/expected_correct comments
@@ -228,13 +229,14 @@ def _count(value: str, *, option: str) -> int:
 
 
 def decoder_overrides(args: dict) -> dict:
-    """``projective=``, ``attach_to_units=`` and ``ud_rules=`` of a CLI as ``predict_file`` keywords
+    """``projective=``, ``attach_to_units=``, ``ud_rules=`` and ``label_grid=`` of a CLI as ``predict_file`` keywords
     (None: keep the checkpoint's setting)."""
-    projective = args["projective"]
+    projective, label_grid = args["projective"], args.get("label_grid")
     return {
         "projective": None if projective is None else parse_bool(projective, option="projective"),
         "attach_to_units": tag_list(args["attach_to_units"]),
         "ud_rules": args.get("ud_rules"),
+        "label_grid": None if label_grid is None else parse_bool(label_grid, option="label_grid"),
     }
 
 

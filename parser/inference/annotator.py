@@ -141,14 +141,16 @@ class Annotator:
     @classmethod
     def load(cls, checkpoint: str | Path, *, device: str = "auto", projective: bool | None = None,
              attach_to_units: Sequence[str] | None = None,
-             ud_rules: str | Sequence[str] | None = None, tagger: TrainedTagger | None = None,
+             ud_rules: str | Sequence[str] | None = None, label_grid: bool | None = None,
+             tagger: TrainedTagger | None = None,
              **options) -> Annotator:
         """The annotator of a parser checkpoint, its decoder overridden where ``projective``,
         ``attach_to_units`` (UPOS names) or ``ud_rules`` are not None; ``options``: the
         keywords of :class:`Annotator`."""
         torch_device = resolve_device(device)
         model, vocabs, config = load_decoder(checkpoint, device=torch_device, projective=projective,
-                                             attach_to_units=attach_to_units, ud_rules=ud_rules)
+                                             attach_to_units=attach_to_units, ud_rules=ud_rules,
+                                             label_grid=label_grid)
         return cls(model, vocabs, config=config, tagger=tagger, device=torch_device, **options)
 
     def scoring_only(self) -> Annotator:

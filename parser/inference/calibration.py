@@ -79,7 +79,7 @@ def collect_gold_scores(model: ParserModel, sentences: Sequence[Sentence], vocab
     joint = False
     try:
         for batch in batcher:
-            out = model(batch.to(device))
+            out = model(batch.to(device), label_grid=model.decoder.label_grid)
             dist = out.dist
             joint = bool(getattr(dist, "labeled", False))
             scores, lengths = dist.scores.cpu(), batch.lengths.cpu()
@@ -97,9 +97,9 @@ def collect_gold_scores(model: ParserModel, sentences: Sequence[Sentence], vocab
             usable = annotated & torch.isfinite(logp)
             sentences_out += int((~usable).sum())
             batches.append((type(dist), scores, lengths, safe_heads, labels, usable))
-            if out.label_scores is not None:  # classifier: relation scores on the gold arcs
-                on_arc = out.label_scores.cpu().gather(2, heads.clamp(min=0)[..., None, None].expand(
-                    *heads.shape, 1, out.label_scores.shape[-1])).squeeze(2).clone()
+            on_arc = out.labels_on(heads.to(device))
+            if on_arc is not None:  # classifier: relation scores on the gold arcs
+                on_arc = on_arc.cpu().clone()
                 on_arc[..., :N_SPECIAL_RELS] = float("-inf")
                 gold = rels.clamp(min=0)
                 scored = words & (heads >= 0) & (rels >= N_SPECIAL_RELS)

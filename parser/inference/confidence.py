@@ -49,9 +49,9 @@ def batch_confidence(out: ParserOutput, heads: Tensor, rels: Tensor | None) -> l
     arc = dist.arc_marginals.gather(2, index[..., None]).squeeze(2)  # [B, dep]
     label = None
     if rels is not None:
-        if out.label_scores is not None:  # classifier: softmax over the relations it may predict
-            scores = out.label_scores.gather(2, index[..., None, None].expand(
-                *index.shape, 1, out.label_scores.shape[-1])).squeeze(2).clone()
+        scores = out.labels_on(index)
+        if scores is not None:  # classifier: softmax over the relations it may predict
+            scores = scores.clone()
             scores[..., :N_SPECIAL_RELS] = float("-inf")
             label = scores.softmax(-1).gather(2, rels[..., None]).squeeze(2)
         else:  # joint: p(label | arc) = labeled marginal / arc marginal

@@ -20,8 +20,9 @@ any case.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 import torch
 from torch import Tensor
@@ -174,13 +175,22 @@ def _restricted(out: ParserOutput, constraints: Sequence[ArcConstraints | None],
     labels = required_labels(constraints, vocabs, size, device=dist.scores.device)
     fixed = labels >= 0  # [B, dep]
     if not dist.labeled:
-        label_scores = out.label_scores
-        if label_scores is not None and bool(fixed.any()):
-            label_scores = _only_label(label_scores, labels, fixed)
-        return replace(out, dist=dist.restrict(allowed), label_scores=label_scores)
+        label_scores, label_at = out.label_scores, out.label_at
+        if bool(fixed.any()):
+            if label_scores is not None:
+                label_scores = _only_label(label_scores, labels, fixed)
+            if label_at is not None:
+                label_at = partial(_only_label_at, label_at, labels, fixed)
+        return replace(out, dist=dist.restrict(allowed), label_scores=label_scores, label_at=label_at)
     scores = _only_label(dist.scores, labels, fixed)
     scores = scores.masked_fill(~allowed[..., None], NEG_INF)
     return replace(out, dist=TreeCRF(scores, dist.lengths, single_root=dist.single_root))
+
+
+def _only_label_at(label_at: Callable[[Tensor], Tensor], labels: Tensor, fixed: Tensor,
+                   heads: Tensor) -> Tensor:
+    """:func:`_only_label` on the arcs of ``heads`` only (``ParserOutput.label_at``)."""
+    return _only_label(label_at(heads)[:, :, None, :], labels, fixed)[:, :, 0, :]
 
 
 def _only_label(scores: Tensor, labels: Tensor, fixed: Tensor) -> Tensor:

@@ -67,21 +67,24 @@ def parser_from_state(state: dict, *, where: str) -> tuple[ParserModel, Vocabula
 
 def load_decoder(checkpoint: str | Path, *, device: torch.device | str,
                  projective: bool | None = None, attach_to_units: Sequence[str] | None = None,
-                 ud_rules: str | Sequence[str] | None = None,
+                 ud_rules: str | Sequence[str] | None = None, label_grid: bool | None = None,
                  ) -> tuple[ParserModel, Vocabularies, dict]:
     """:func:`load_parser` with the decoder options of ``parser-predict`` / ``parser-evaluate``
     applied: ``projective`` overrides ``model.projective``, ``attach_to_units`` (UPOS names)
     ``model.attach_to_units``, ``ud_rules`` (``all``, ``none`` or rule names,
-    :mod:`parser.models.ud_rules`) ``model.ud_rules``; None keeps the checkpoint's."""
+    :mod:`parser.models.ud_rules`) ``model.ud_rules``, ``label_grid`` ``model.label_grid``; None
+    keeps the checkpoint's."""
     model, vocabs, config = load_parser(checkpoint, device=device)
     model.decoder = with_overrides(model.decoder, vocabs, projective=projective,
-                                   attach_to_units=attach_to_units, ud_rules=ud_rules)
+                                   attach_to_units=attach_to_units, ud_rules=ud_rules,
+                                   label_grid=label_grid)
     return model, vocabs, config
 
 
 def with_overrides(decoder: Decoder, vocabs: Vocabularies, *, projective: bool | None = None,
                    attach_to_units: Sequence[str] | None = None,
-                   ud_rules: str | Sequence[str] | None = None) -> Decoder:
+                   ud_rules: str | Sequence[str] | None = None,
+                   label_grid: bool | None = None) -> Decoder:
     """``decoder`` with the options of ``parser-predict`` / ``parser-evaluate`` that are not None
     (``attach_to_units``: UPOS names; ``ud_rules``: ``all``, ``none`` or rule names)."""
     changes: dict = {}
@@ -91,6 +94,11 @@ def with_overrides(decoder: Decoder, vocabs: Vocabularies, *, projective: bool |
         changes["unit_tags"] = upos_ids(list(attach_to_units), vocabs.upos, option="attach_to_units")
     if ud_rules is not None:
         changes["ud_rules"] = ud_rules_of(ud_rules, vocabs.rels, vocabs.upos)
+    if label_grid is not None:
+        if not label_grid and decoder.labels != "classifier":
+            raise ValueError("label_grid=false scores labels on the decoded arcs only: this "
+                             "parser's labels are joint (part of the tree CRF)")
+        changes["label_grid"] = label_grid
     return replace(decoder, **changes)
 
 

@@ -78,7 +78,7 @@ def model_outputs(model: ParserModel, encoded: Sequence, *, tokens_per_batch: in
         with model.remembering_forms([e.chars for e in encoded]):
             for batch in batcher:
                 batch = batch.to(device)
-                yield batch, model(batch, layers=layers)
+                yield batch, model(batch, layers=layers, label_grid=model.decoder.label_grid)
     finally:
         model.train(was_training)
 

@@ -32,7 +32,8 @@ def predict_file(
     format: str = "auto", device: str = "auto", tokens_per_batch: int = 5000,
     on_invalid: str = "error", tagger: str | Path | None = None, retag: bool = False,
     projective: bool | None = None, attach_to_units: Sequence[str] | None = None,
-    ud_rules: str | Sequence[str] | None = None, keep_deps: bool = False, chunk_size: int = 1000,
+    ud_rules: str | Sequence[str] | None = None, label_grid: bool | None = None,
+    keep_deps: bool = False, chunk_size: int = 1000,
     confidence: bool = False, kbest: int = 0, samples: int = 0, seed: int = 0,
     keep_heads: str = "none", max_words: int = MAX_WORDS, keep_columns: str = "none",
 ) -> ParseCount:
@@ -66,7 +67,7 @@ def predict_file(
     count, missing, total, kept = _count(sentences(report=True), keep_words=READ_ONCE_WORDS)
     annotator = Annotator.load(
         checkpoint, device=device, projective=projective, attach_to_units=attach_to_units,
-        ud_rules=ud_rules, retag=retag, kbest=kbest, samples=samples, seed=seed,
+        ud_rules=ud_rules, label_grid=label_grid, retag=retag, kbest=kbest, samples=samples, seed=seed,
         keep_heads=keep_heads, keep_columns=keep_columns, confidence=confidence, keep_deps=keep_deps,
         tokens_per_batch=tokens_per_batch, max_words=max_words, name=str(input_path),
         tagger=_tagger(tagger, retag=retag, missing=missing, total=total, device=device,

@@ -150,9 +150,11 @@ class BiaffineScorer(nn.Module):
         self.layer_heads = nn.ModuleDict({name: layer_of(name).head(n_states, size)
                                           for name, size in self.layer_sizes.items()})
 
-    def forward(self, batch: Batch, *, layers: bool = True) -> EdgeScores:
+    def forward(self, batch: Batch, *, layers: bool = True, label_grid: bool = True) -> EdgeScores:
         """arcs ``[B, dep, head]``; labels ``[B, dep, head, L]`` or ``None``; ``layers``: False
-        leaves the token-level layers' heads out (a caller that reads only the trees)."""
+        leaves the token-level layers' heads out (a caller that reads only the trees);
+        ``label_grid``: False scores labels on the arcs a caller asks for only
+        (``EdgeScores.label_at``) instead of on every (dependent, head) pair."""
         check_batch(batch, n_words=self.n_words, n_upos=self.n_upos, n_chars=self.n_chars)
         words, lengths = batch.words, batch.lengths
         width = words.shape[1]
@@ -176,10 +178,16 @@ class BiaffineScorer(nn.Module):
             states = self.input_dropout(x)
 
         arcs = self.arc(self.arc_dep(states), self.arc_head(states))
-        labels = self.rel(self.rel_dep(states), self.rel_head(states)) if self.n_rels > 0 else None
+        labels = label_at = None
+        if self.n_rels > 0:
+            rel_dep, rel_head = self.rel_dep(states), self.rel_head(states)
+            if label_grid:
+                labels = self.rel(rel_dep, rel_head)
+            else:
+                label_at = self.rel.at(rel_dep, rel_head)
         tags = self.tagger(states) if self.tagger is not None else None
         columns = {name: head(states) for name, head in self.layer_heads.items()} if layers else {}
-        return EdgeScores(arcs=arcs, labels=labels, tags=tags, layers=columns)
+        return EdgeScores(arcs=arcs, labels=labels, tags=tags, layers=columns, label_at=label_at)
 
 
 def _restore_transformer(module: BiaffineScorer, state_dict: dict, prefix: str, *args: Any) -> None:

@@ -16,7 +16,9 @@ trainer's dev scores and the KL term's ``tree=decoder`` teacher decode with it
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 
 import torch
 from torch import Tensor
@@ -44,6 +46,9 @@ class Decoder:
     ud_rules: UDRules | None = None
     arc_temperature: float = 1.0
     label_temperature: float = 1.0
+    # False: labels scored on the decoded (and asked-for) arcs only, not on the [B, dep, head,
+    # L] grid (model.label_grid); the UD label masks then leave the arc scores as they are
+    label_grid: bool = True
 
     def scores(self, edge_scores: EdgeScores) -> EdgeScores:
         """The scores a trained parser predicts from: masked by the UD rules (so that the argmax,
@@ -113,14 +118,14 @@ class Decoder:
         (:func:`parser.models.ud_rules.choose_relations`) and their punct rule gives ``punct`` to
         the words tagged PUNCT (``upos``, or the model's own tags) and to no other word."""
         dist = out.dist
-        if out.label_scores is not None:
-            scores = out.label_scores
-        elif getattr(dist, "labeled", False):
+        on_arc = out.labels_on(heads)  # a classifier's, [B, dep, L]
+        if on_arc is None and getattr(dist, "labeled", False):
             scores = dist.labeled_scores
-        else:
+            index = heads.clamp(min=0)[..., None, None].expand(*heads.shape, 1, scores.shape[-1])
+            on_arc = scores.gather(2, index).squeeze(2)
+        if on_arc is None:
             return None
-        index = heads.clamp(min=0)[..., None, None].expand(*heads.shape, 1, scores.shape[-1])
-        on_arc = scores.gather(2, index).squeeze(2).clone()  # [B, dep, L]
+        on_arc = on_arc.clone()
         on_arc[..., :N_SPECIAL_RELS] = float("-inf")
         punct = self._punct_words(out.upos if getattr(out, "upos", None) is not None else upos)
         if punct is not None:  # (a punctuation mark alone in its sentence stays its root)
@@ -147,6 +152,11 @@ def tempered(edge_scores: EdgeScores, *, arc_temperature: float, label_temperatu
             raise ValueError(f"{name}={value}: a temperature must be a positive finite number")
     if arc_temperature == 1.0 and label_temperature == 1.0:
         return edge_scores
-    labels = edge_scores.labels
+    labels, label_at = edge_scores.labels, edge_scores.label_at
     return replace(edge_scores, arcs=edge_scores.arcs / arc_temperature,
-                   labels=None if labels is None else labels / label_temperature)
+                   labels=None if labels is None else labels / label_temperature,
+                   label_at=None if label_at is None else partial(_divided, label_at, label_temperature))
+
+
+def _divided(label_at: Callable[[Tensor], Tensor], temperature: float, heads: Tensor) -> Tensor:
+    return label_at(heads) / temperature

@@ -8,7 +8,7 @@ CRF masks them by ``lengths``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from torch import Tensor
@@ -32,6 +32,9 @@ class EdgeScores:
     labels: Tensor | None = None
     tags: Tensor | None = None
     layers: Mapping[str, Tensor] = field(default_factory=dict)
+    # heads [B, N+1] -> [B, N+1, L]: the labels of those arcs only, where the scorer skipped the
+    # grid (labels None; ParserOutput.label_at)
+    label_at: Callable[[Tensor], Tensor] | None = None
 
 
 def to_output(
@@ -61,7 +64,14 @@ def to_output(
     if crf == "projective":
         if rel_scores is not None and labels == "joint":
             raise ValueError("crf='projective' models unlabeled arcs: use labels='classifier' with it")
-        return ParserOutput(dist=ProjectiveTreeCRF(arcs, lengths, single_root=single_root), label_scores=rel_scores)
+        return ParserOutput(dist=ProjectiveTreeCRF(arcs, lengths, single_root=single_root),
+                            label_scores=rel_scores, label_at=edge_scores.label_at)
+    if rel_scores is None and edge_scores.label_at is not None:
+        if labels == "joint":
+            raise ValueError("labels scored at the heads only (model.label_grid=false) need "
+                             "labels='classifier': joint labels are part of the tree CRF")
+        return ParserOutput(dist=TreeCRF(arcs, lengths, single_root=single_root),
+                            label_at=edge_scores.label_at)
     if rel_scores is None:
         return ParserOutput(dist=TreeCRF(arcs, lengths, single_root=single_root))
     if labels == "joint":

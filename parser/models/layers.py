@@ -74,6 +74,10 @@ class Bilinear(nn.Module):
         linear = (dep @ self.dep_weight)[:, :, None, :] + (head @ self.head_weight)[:, None, :, :]
         return bilinear + linear + self.bias
 
+    def at(self, dep: Tensor, head: Tensor) -> LabelsAt:
+        """:meth:`forward`'s scores on the arcs a caller asks for only (:class:`LabelsAt`)."""
+        return LabelsAt(self, dep, head)
+
     def _blocked(self, dep: Tensor, head: Tensor) -> Tensor:
         """:meth:`forward` without autograd, a few sentences at a time: each block's ``dep_i^T
         U_l`` (``[b, dep, L, n_in]``, L times the states) is used while it is still in cache, and
@@ -93,6 +97,32 @@ class Bilinear(nn.Module):
             grid += dep_linear[rows][:, :, None, :] + head_linear[rows][:, None, :, :]
             grid += self.bias
         return out.transpose(2, 3)
+
+
+class LabelsAt:
+    """``heads [B, N+1] -> [B, dep, L]``: a :class:`Bilinear`'s scores on the arcs ``heads ->
+    dep`` (heads >= 0), the grid's values at those heads without the grid: ``L n_in^2`` a word,
+    what the grid's first stage alone costs, a few sentences at a time (``dep_i^T U_l`` is L
+    times the states: used while in cache). The last trees' scores are kept: the relations and
+    the confidence of the decoded tree read them twice."""
+
+    def __init__(self, bilinear: Bilinear, dep: Tensor, head: Tensor) -> None:
+        self.bilinear, self.dep, self.head = bilinear, dep, head
+        self._last: tuple[Tensor, Tensor] | None = None
+
+    def __call__(self, heads: Tensor) -> Tensor:
+        if self._last is not None and torch.equal(self._last[0], heads):
+            return self._last[1]
+        b, (batch, width, n_in) = self.bilinear, self.dep.shape
+        chosen = self.head.gather(1, heads[..., None].expand(batch, width, n_in))  # [B, dep, n_in]
+        out = self.dep @ b.dep_weight + chosen @ b.head_weight + b.bias  # [B, dep, L]
+        step = max(1, BLOCK_ELEMENTS // (width * b.weight.shape[0] * n_in))
+        for start in range(0, batch, step):
+            rows = slice(start, start + step)
+            left = torch.einsum("bid,lde->bile", self.dep[rows], b.weight)  # [b, dep, L, n_in]
+            out[rows] += (left * chosen[rows, :, None, :]).sum(-1)
+        self._last = (heads.clone(), out)
+        return out
 
 
 def reverse_within(x: Tensor, lengths: Tensor) -> Tensor:

@@ -119,10 +119,13 @@ class ParserModel(nn.Module):
         self.crf = crf
         self.decoder = decoder if decoder is not None else Decoder(labels=self.labels)
 
-    def forward(self, batch: Batch, *, layers: bool = True) -> ParserOutput:
+    def forward(self, batch: Batch, *, layers: bool = True, label_grid: bool = True) -> ParserOutput:
         """The tree distribution of ``batch``; ``layers``: False leaves the token-level layers'
-        scores out (a caller that reads only the trees: ``parse(columns=False)``)."""
-        edge_scores = self.scorer(batch, layers=layers)
+        scores out (a caller that reads only the trees: ``parse(columns=False)``);
+        ``label_grid``: False, labels scored on the arcs asked for only (``ParserOutput.label_at``;
+        prediction, with ``model.label_grid=false``)."""
+        edge_scores = (self.scorer(batch, layers=layers) if label_grid else
+                       self.scorer(batch, layers=layers, label_grid=False))
         if not self.training:
             edge_scores = self.decoder.scores(edge_scores)
         return self.output(edge_scores, batch)
@@ -149,7 +152,7 @@ class ParserModel(nn.Module):
                 weight = float(self.layer_weights.get(name, 1.0))
                 if name in batch.layers and weight > 0:
                     auxiliary[name] = weight * layer_of(name).loss(scores, batch.layers[name])
-        return TaggedOutput(dist=out.dist, label_scores=out.label_scores, upos=upos,
+        return TaggedOutput(dist=out.dist, label_scores=out.label_scores, label_at=out.label_at, upos=upos,
                             tag_scores=edge_scores.tags, layer_scores=dict(edge_scores.layers),
                             auxiliary=auxiliary)
 
@@ -235,8 +238,13 @@ def build_parser(
     )
     unit_tags = upos_ids(cfg.attach_to_units, upos, option="model.attach_to_units")
     labels = LabelMode(cfg.labels).value
+    label_grid = bool(_get(cfg, "label_grid", True))
+    if not label_grid and (kind != "biaffine" or labels != LabelMode.classifier.value):
+        raise ValueError(f"model.label_grid=false scores labels on the decoded arcs only: it needs "
+                         f"model.kind=biaffine and model.labels=classifier (got {kind}, {labels})")
     decoder = Decoder(labels=labels, projective=bool(cfg.projective), unit_tags=unit_tags,
-                      ud_rules=ud_rules_of(_get(cfg, "ud_rules", ()), rels, upos))
+                      ud_rules=ud_rules_of(_get(cfg, "ud_rules", ()), rels, upos),
+                      label_grid=label_grid)
     weights = _get(cfg, "layer_weights", None) or {}
     weights = dict(OmegaConf.to_container(weights) if OmegaConf.is_config(weights) else weights)
     unknown = sorted(set(weights) - set(_layer_names(cfg)))

@@ -26,8 +26,9 @@ to k-best trees and samples through :meth:`ParserModel.relations`), not to the m
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 import torch
 from torch import Tensor
@@ -130,8 +131,12 @@ def constrain(edge_scores: EdgeScores, rules: UDRules | None, *, labels: str) ->
     score plus the log of its allowed relations' probability (-inf when none is allowed).
     Unchanged without label rules or relation scores."""
     rel_scores = edge_scores.labels
-    if rules is None or not rules.masks_labels or rel_scores is None:
+    if rules is None or not rules.masks_labels or (rel_scores is None and edge_scores.label_at is None):
         return edge_scores
+    if rel_scores is None:
+        # Labels scored on the asked arcs only (model.label_grid=false): masked there; the arcs
+        # keep their scores, the classifier's mass on disallowed relations is not taken out.
+        return replace(edge_scores, label_at=partial(_masked_at, edge_scores.label_at, rules))
     allowed = rules.allowed(rel_scores.shape[1], rel_scores.shape[-1], rel_scores.device)
     if torch.is_grad_enabled():
         masked = rel_scores.masked_fill(~allowed, float("-inf"))
@@ -156,6 +161,15 @@ def constrain(edge_scores: EdgeScores, rules: UDRules | None, *, labels: str) ->
                       rel_scores[rows, ..., FIRST_REAL:].logsumexp(-1), out=log_kept[rows])
     arcs = edge_scores.arcs if log_kept is None else edge_scores.arcs + log_kept
     return replace(edge_scores, arcs=arcs, labels=masked)
+
+
+def _masked_at(label_at: Callable[[Tensor], Tensor], rules: UDRules, heads: Tensor) -> Tensor:
+    """``label_at(heads)`` ``[B, dep, L]`` with the relations ``rules`` disallow on those arcs at
+    -inf (the grid's masks, read at ``heads``)."""
+    scores = label_at(heads)
+    allowed = rules.allowed(heads.shape[1], scores.shape[-1], scores.device)  # [dep, head, L]
+    on_arcs = allowed[torch.arange(heads.shape[1], device=heads.device)[None, :], heads]
+    return scores.masked_fill(~on_arcs, float("-inf"))
 
 
 def choose_relations(label_scores: Tensor, heads: Tensor, words: Tensor, rules: UDRules | None) -> Tensor:
