@@ -28,7 +28,7 @@ GE_FAMILIES = (
     "ge_alone_selftrain", "ge_alone_selftrain_decoder",
 )
 FAMILIES = (*GE_FAMILIES, "ewt_biaffine", "ewt_biaffine_cpu", "ewt_loglinear", "quickstart", "ssl_ewt", "ssl_transfer",
-            "release_cpu", "release_gpu")
+            "release_cpu", "release_gpu", "fast_cpu")
 
 # Old experiment -> the overrides that replace it. The GE families: one file per family, the
 # treebank by data=<treebank> (``ge_alone_clauses_de_gsd`` -> ``experiment=ge_alone_clauses
@@ -53,7 +53,8 @@ NEW_KEYS = ("family", "data.unlabeled_split", "data.short_max_length", "data.dev
             # token-level layers (issue 45): the published runs predicted no LEMMA/XPOS/FEATS
             "model.layers", "model.layer_weights", "model.layer_max_classes",
             "data.partial_trees",  # annotation files back into training (docs/annotation.md)
-            "model.init")  # warm start from a checkpoint (active learning's rounds)
+            "model.init",  # warm start from a checkpoint (active learning's rounds)
+            "model.label_grid")  # labels at the decoded heads only (issue 47; default: the grid)
 
 
 def migrate(overrides: list[str]) -> list[str]:
