@@ -84,13 +84,14 @@ def scorer_kwargs(cfg: ModelConfig | Mapping[str, Any]) -> dict[str, Any]:
 class TreesOnly:
     """A :class:`ParserModel`'s forward with ``layers=False``, and its ``decoder``: what the
     self-training terms read from their teacher (:mod:`parser.objectives.teacher`). The layer
-    heads' scores are left out; the trees, tags and relations are the model's own."""
+    heads' scores are left out; the trees, tags and relations are the model's own, labels scored
+    as its decoder scores them (``label_grid``: at the heads only, the distribution it decodes)."""
 
     def __init__(self, model: ParserModel) -> None:
         self.model, self.decoder = model, model.decoder
 
     def __call__(self, batch: Batch) -> ParserOutput:
-        return self.model(batch, layers=False)
+        return self.model(batch, layers=False, label_grid=self.decoder.label_grid)
 
 
 class ParserModel(nn.Module):

@@ -5,6 +5,8 @@ every prediction option on this path."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import conllu
 import pytest
 import torch
@@ -98,6 +100,18 @@ def test_the_grid_is_not_computed(classifier, fixtures):
     assert out.label_scores is None and out.label_at is not None
     heads = torch.zeros_like(batch.words)
     assert out.labels_on(heads).shape == (*heads.shape, len(vocabs.rels))
+
+
+def test_a_teacher_scores_labels_as_its_decoder_does(classifier, fixtures):
+    # self-training reads its teacher through trees_only(): the distribution the teacher decodes
+    model, vocabs, _ = load_parser(classifier)
+    batch = collate(encode_all(read_conllu(fixtures / "tiny-dev.conllu").sentences[:3], vocabs),
+                    labeled=False)
+    with torch.no_grad():
+        assert model.eval().trees_only()(batch).label_scores is not None
+        model.decoder = replace(model.decoder, label_grid=False)
+        out = model.trees_only()(batch)
+    assert out.label_scores is None and out.label_at is not None
 
 
 def test_joint_labels_refuse_it(tmp_path, fixtures):
