@@ -94,6 +94,7 @@ OPTIONS = {
     "projective": None,  # true | false: decoder of checkpoint= (default: the checkpoint's model.projective)
     "attach_to_units": None,  # PUNCT,CCONJ | none: UD punct/cc re-attachment (default: the checkpoint's)
     "ud_rules": None,  # all | none | rule names (parser.models.ud_rules; default: the checkpoint's)
+    "label_grid": None,  # false: labels scored on the decoded arcs only (default: the checkpoint's model.label_grid)
     "max_words": "1000",  # checkpoint=: the longest sentence parsed (a longer one fails the command)
     "pipeline": None,  # a pipeline file: parse the split's raw text (parser.cli.evaluate_raw)
     "compare": None,  # a second prediction file of gold=: is pred= vs compare= significant?

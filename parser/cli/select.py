@@ -30,8 +30,8 @@ self-training). Train on the filled-in file with ``data.partial_trees=true``.
 A pool sentence that cannot be read (malformed CoNLL-U) is skipped and counted, the first named
 by file and line, up to ``max_invalid`` (then the command stops, exit status 2); a sentence of more
 than ``max_words`` words is never selected. ``tagger=``: UPOS for a pool without tags (a parser
-that reads UPOS); ``projective=``, ``attach_to_units=``, ``ud_rules=``: the decoder's overrides,
-as for parser-predict.
+that reads UPOS); ``projective=``, ``attach_to_units=``, ``ud_rules=``, ``label_grid=``: the decoder's
+overrides, as for parser-predict.
 """
 
 from __future__ import annotations
@@ -78,6 +78,7 @@ OPTIONS = {
     "projective": None,
     "attach_to_units": None,
     "ud_rules": None,
+    "label_grid": None,
 }
 
 

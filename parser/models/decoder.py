@@ -16,16 +16,20 @@ trainer's dev scores and the KL term's ``tree=decoder`` teacher decode with it
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import partial
 
 import torch
 from torch import Tensor
 
 from parser.models.edge_scores import EdgeScores
 from parser.models.ud_rules import UDRules, choose_relations, constrain
-from parser.structs import ParserOutput, attach_punct_projectively, attach_to_units, eisner
+from parser.structs import (
+    ParserOutput,
+    attach_punct_projectively,
+    attach_to_units,
+    divided_label_at,
+    eisner,
+)
 from parser.structs.common import word_mask
 
 __all__ = ["N_SPECIAL_RELS", "Decoder", "tempered"]
@@ -155,8 +159,5 @@ def tempered(edge_scores: EdgeScores, *, arc_temperature: float, label_temperatu
     labels, label_at = edge_scores.labels, edge_scores.label_at
     return replace(edge_scores, arcs=edge_scores.arcs / arc_temperature,
                    labels=None if labels is None else labels / label_temperature,
-                   label_at=None if label_at is None else partial(_divided, label_at, label_temperature))
+                   label_at=None if label_at is None else divided_label_at(label_at, label_temperature))
 
-
-def _divided(label_at: Callable[[Tensor], Tensor], temperature: float, heads: Tensor) -> Tensor:
-    return label_at(heads) / temperature

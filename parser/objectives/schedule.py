@@ -24,6 +24,7 @@ import math
 from dataclasses import dataclass, replace
 
 from parser.objectives.base import ParserOutput
+from parser.structs import divided_label_at
 
 __all__ = ["SHAPES", "Schedule", "tempered"]
 
@@ -85,4 +86,5 @@ def tempered(out: ParserOutput, temperature: float) -> ParserOutput:
     dist = out.dist
     scaled = type(dist)(dist.scores / temperature, dist.lengths, single_root=dist.single_root)
     labels = None if out.label_scores is None else out.label_scores / temperature
-    return replace(out, dist=scaled, label_scores=labels)
+    label_at = None if out.label_at is None else divided_label_at(out.label_at, temperature)
+    return replace(out, dist=scaled, label_scores=labels, label_at=label_at)

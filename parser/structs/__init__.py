@@ -28,12 +28,13 @@ from parser.structs.decoding import (
     maximum_spanning_tree,
 )
 from parser.structs.distribution import TreeDistribution
-from parser.structs.parser_output import ParserOutput
+from parser.structs.parser_output import ParserOutput, divided_label_at
 from parser.structs.projective import ProjectiveTreeCRF, eisner, is_projective
 from parser.structs.tree import TreeCRF, sample_trees
 
 __all__ = [
     "KBestTrees", "LinearChainCRF", "NoTreeError", "ParserOutput", "ProjectiveTreeCRF", "TreeCRF",
-    "TreeDistribution", "attach_punct_projectively", "attach_to_units", "eisner", "is_projective", "k_best_trees",
+    "TreeDistribution", "attach_punct_projectively", "attach_to_units", "divided_label_at", "eisner",
+    "is_projective", "k_best_trees",
     "maximum_spanning_tree", "sample_trees",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from torch import Tensor
 
@@ -35,3 +36,13 @@ class ParserOutput:
             index = heads.clamp(min=0)[..., None, None].expand(*heads.shape, 1, self.label_scores.shape[-1])
             return self.label_scores.gather(2, index).squeeze(2)
         return None if self.label_at is None else self.label_at(heads.clamp(min=0))
+
+
+def divided_label_at(label_at: Callable[[Tensor], Tensor], temperature: float) -> Callable[[Tensor], Tensor]:
+    """``label_at`` (:attr:`ParserOutput.label_at`) with its logits divided by ``temperature``,
+    as a grid's ``label_scores / temperature``."""
+    return partial(_divided, label_at, temperature)
+
+
+def _divided(label_at: Callable[[Tensor], Tensor], temperature: float, heads: Tensor) -> Tensor:
+    return label_at(heads) / temperature

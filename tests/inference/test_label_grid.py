@@ -11,6 +11,8 @@ import conllu
 import pytest
 import torch
 
+from parser.cli.evaluate import main as evaluate_main
+from parser.cli.select import main as select_main
 from parser.data.batching import collate, encode_all
 from parser.data.conllu_io import read_conllu
 from parser.inference import load_parser, predict_file
@@ -118,3 +120,21 @@ def test_joint_labels_refuse_it(tmp_path, fixtures):
     joint = train_tiny(tmp_path / "joint", "joint")
     with pytest.raises(ValueError, match="label_grid=false"):
         predict_file(joint, fixtures / "tiny-dev.conllu", tmp_path / "x.conllu", label_grid=False)
+
+
+def test_evaluate_and_select_take_it_on_the_command_line(classifier, fixtures, tmp_path):
+    # Without label masks, the lean path's parse and selection are the grid's.
+    gold = fixtures / "tiny-dev.conllu"
+    outputs = {}
+    for grid in ("true", "false"):
+        out = tmp_path / grid
+        assert evaluate_main([f"checkpoint={classifier}", f"gold={gold}", f"output={out}",
+                              "ud_rules=none", f"label_grid={grid}"]) == 0
+        assert select_main([f"checkpoint={classifier}", f"pool={gold}", f"output={out / 'select.conllu'}",
+                            "strategy=words", "unit=words", "budget=6", "ud_rules=none",
+                            f"label_grid={grid}"]) == 0
+        parses = [conllu.parse((out / name).read_text(encoding="utf-8"))
+                  for name in ("tiny-dev.pred.conllu", "select.conllu")]
+        outputs[grid] = [_columns(parse, "head", "deprel") for parse in parses]
+    assert outputs["false"] == outputs["true"]
+    assert any(row[0] is None for sentence in outputs["false"][1] for row in sentence)  # selected words

@@ -152,6 +152,20 @@ def test_tempered_entropy_matches_enumeration_and_temperature_one_is_the_identit
         tempered(out, 0.0)
 
 
+def test_tempered_labels_read_the_same_from_the_grid_and_at_the_heads():
+    # A lean output scores labels at the arcs asked for (label_at); tempered divides both forms.
+    lengths = [3, 2]
+    batch = make_batch(lengths)
+    grid = torch.randn(2, 4, 4, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    at_heads = lambda heads: grid.gather(2, heads[..., None, None].expand(2, 4, 1, 5)).squeeze(2)
+    dist = TreeCRF(random_scores(lengths, seed=3), batch.lengths)
+    heads = torch.tensor([[0, 2, 0, 2], [0, 0, 1, 0]])
+    from_grid = tempered(ParserOutput(dist, label_scores=grid), 2.5).labels_on(heads)
+    lean = tempered(ParserOutput(dist, label_at=at_heads), 2.5)
+    assert torch.allclose(lean.labels_on(heads), from_grid)
+    assert torch.allclose(from_grid, at_heads(heads) / 2.5)
+
+
 def test_a_tempered_term_leaves_the_other_terms_untouched_and_logs_its_temperature():
     batch = make_batch(LENGTHS, heads=HEADS)
     scores = random_scores(LENGTHS, seed=2)

@@ -107,8 +107,7 @@ def _decode(function: str, scores: Tensor, lengths: Tensor, *, single_root: bool
     if library is None or scores.device.type != "cpu":
         return None
     batch, size = scores.shape[0], scores.shape[1]
-    weights = np.ascontiguousarray(scores.detach().to(torch.float64).numpy())
-    counts = np.ascontiguousarray(lengths.detach().cpu().numpy().astype(np.int64))
+    weights, counts = _c_array(scores, np.float64), _c_array(lengths, np.int64)
     heads = np.zeros((batch, size), dtype=np.int64)
     failed = getattr(library, function)(weights.ctypes.data, counts.ctypes.data, batch, size,
                                         int(single_root), heads.ctypes.data)
@@ -122,13 +121,17 @@ def native_punct(heads: Tensor, lengths: Tensor, marked: Tensor, scores: Tensor)
     if library is None or scores.device.type != "cpu":
         return None
     batch, size = heads.shape
-    trees = np.ascontiguousarray(heads.detach().numpy().astype(np.int64))
-    counts = np.ascontiguousarray(lengths.detach().cpu().numpy().astype(np.int64))
-    marks = np.ascontiguousarray(marked.detach().numpy().astype(np.uint8))
-    weights = np.ascontiguousarray(scores.detach().to(torch.float64).numpy())
+    trees, counts = _c_array(heads, np.int64), _c_array(lengths, np.int64)
+    marks, weights = _c_array(marked, np.uint8), _c_array(scores, np.float64)
     out = np.zeros((batch, size), dtype=np.int64)
     stuck = np.zeros(batch, dtype=np.uint8)
     if library.punct_batch(trees.ctypes.data, counts.ctypes.data, marks.ctypes.data,
                            weights.ctypes.data, batch, size, out.ctypes.data, stuck.ctypes.data):
         return None
     return torch.from_numpy(out), torch.from_numpy(stuck.astype(bool))
+
+
+def _c_array(tensor: Tensor, dtype: type) -> np.ndarray:
+    """``tensor`` as a C-contiguous numpy array of ``dtype``, the layout the compiled functions
+    read (a copy only where the type or layout differs)."""
+    return np.ascontiguousarray(tensor.detach().cpu().numpy().astype(dtype, copy=False))
