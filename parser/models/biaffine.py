@@ -13,7 +13,15 @@ from parser.data.layers import layer_of
 from parser.models.char_encoder import CharLSTM
 from parser.models.checks import check_batch
 from parser.models.edge_scores import EdgeScores
-from parser.models.layers import MLP, Biaffine, Bilinear, BiLSTM, ConvEncoder, dropped_words
+from parser.models.layers import (
+    MLP,
+    Biaffine,
+    Bilinear,
+    BiLSTM,
+    ConvEncoder,
+    LinearScores,
+    dropped_words,
+)
 from parser.models.transformer import TransformerEncoder
 
 UNK = 1  # id 0 = PAD, 1 = UNK, 2 = ROOT in every vocabulary (the data layer's convention)
@@ -186,7 +194,10 @@ class BiaffineScorer(nn.Module):
             else:
                 label_at = self.rel.at(rel_dep, rel_head)
         tags = self.tagger(states) if self.tagger is not None else None
-        columns = {name: head(states) for name, head in self.layer_heads.items()} if layers else {}
+        # Prediction reads a few classes of each word through the layers' dictionaries: computed there.
+        lazy = not (self.training or torch.is_grad_enabled())
+        columns = {name: LinearScores(head, states) if lazy else head(states)
+                   for name, head in self.layer_heads.items()} if layers else {}
         return EdgeScores(arcs=arcs, labels=labels, tags=tags, layers=columns, label_at=label_at)
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from torch import Tensor
 
+from parser.models.layers import LinearScores
 from parser.structs import ParserOutput, ProjectiveTreeCRF, TreeCRF
 
 LABEL_MODES = ("joint", "classifier")
@@ -23,7 +24,8 @@ CRF_KINDS = ("matrix_tree", "projective")
 class EdgeScores:
     """arcs: ``[B, dep, head]``; labels: ``[B, dep, head, L]`` (``None``: an unlabeled scorer);
     tags: ``[B, N+1, T]`` UPOS logits of a tag head (``None``: none); layers: ``[B, N+1, C]``
-    class scores of each token-level layer by name (:mod:`parser.data.layers`).
+    class scores of each token-level layer by name (:mod:`parser.data.layers`); without autograd
+    (prediction) a :class:`~parser.models.layers.LinearScores` that computes them where read.
 
     A transformation of the arcs or labels is ``dataclasses.replace(scores, arcs=...)``, so that
     the fields it does not touch travel on."""
@@ -31,7 +33,7 @@ class EdgeScores:
     arcs: Tensor
     labels: Tensor | None = None
     tags: Tensor | None = None
-    layers: Mapping[str, Tensor] = field(default_factory=dict)
+    layers: Mapping[str, Tensor | LinearScores] = field(default_factory=dict)
     # heads [B, N+1] -> [B, N+1, L]: the labels of those arcs only, where the scorer skipped the
     # grid (labels None; ParserOutput.label_at)
     label_at: Callable[[Tensor], Tensor] | None = None

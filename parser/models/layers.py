@@ -125,6 +125,31 @@ class LabelsAt:
         return out
 
 
+class LinearScores:
+    """``head(states)`` ``[B, T, C]`` computed where read (:class:`parser.data.layers.base.ClassScores`):
+    a layer's dictionary reads two or three of a LEMMA head's hundreds of classes for a known
+    form, so prediction computes those dot products (and whole rows for unrestricted words)
+    instead of the ``[B, T, n_in] x [n_in, C]`` product. Values equal the product's up to float
+    rounding (another summation order)."""
+
+    def __init__(self, head: nn.Linear, states: Tensor) -> None:
+        self.head, self.states = head, states
+
+    def __getitem__(self, index: tuple[slice, ...]) -> LinearScores:
+        """The scores of ``states[index]``: ``index`` selects over ``B`` and ``T`` only."""
+        return LinearScores(self.head, self.states[index])
+
+    def full(self) -> Tensor:
+        return self.head(self.states)
+
+    def rows(self, b: Tensor, t: Tensor) -> Tensor:
+        return self.head(self.states[b, t])
+
+    def cells(self, b: Tensor, t: Tensor, c: Tensor) -> Tensor:
+        weight, bias = self.head.weight, self.head.bias
+        return (self.states[b, t] * weight[c]).sum(-1) + bias[c]
+
+
 def reverse_within(x: Tensor, lengths: Tensor) -> Tensor:
     """``x[b, :lengths[b]]`` reversed for every ``b``, the padding after it left in place.
 

@@ -28,6 +28,7 @@ from parser.models.build import build_scorer, scorer_options
 from parser.models.char_encoder import CharLSTM
 from parser.models.decoder import Decoder
 from parser.models.edge_scores import CRF_KINDS, EdgeScores, to_output
+from parser.models.layers import LinearScores
 from parser.models.ud_rules import UDRules, parse_rules
 from parser.structs import ParserOutput
 
@@ -48,7 +49,8 @@ class TaggedOutput(ParserOutput):
                unknown (``_``) tags filled in; ROOT id at 0, PAD beyond each length; None
                without a UPOS head.
     tag_scores: ``[B, N+1, T]`` the UPOS head's logits (None without one).
-    layer_scores: ``[B, N+1, C]`` class scores of each token-level layer, by name.
+    layer_scores: ``[B, N+1, C]`` class scores of each token-level layer, by name (computed where
+                  read in prediction: ``EdgeScores.layers``).
     auxiliary: ``{"tags": ..., <layer name>: ...}``: each head's weighted cross-entropy per
                annotated word on a labeled training batch (the objective adds them,
                ``parser.objectives.weighted``); empty otherwise.
@@ -56,7 +58,7 @@ class TaggedOutput(ParserOutput):
 
     upos: Tensor | None = None
     tag_scores: Tensor | None = None
-    layer_scores: dict[str, Tensor] = field(default_factory=dict)
+    layer_scores: dict[str, Tensor | LinearScores] = field(default_factory=dict)
     auxiliary: dict[str, Tensor] = field(default_factory=dict)
 
 

@@ -11,8 +11,9 @@ import torch
 
 from parser.data.batching import collate, encode
 from parser.data.conllu_io import read_conllu, tokenized_sentence
-from parser.data.layers import LAYERS, FeatsLayer, LemmaLayer, XposLayer, layer_of
+from parser.data.layers import LAYERS, Dictionary, FeatsLayer, LemmaLayer, XposLayer, layer_of
 from parser.data.vocab import UNK, Vocabularies
+from parser.models.layers import LinearScores
 from tests.layers.helpers import FIXTURES
 
 
@@ -256,3 +257,35 @@ def test_a_lemma_lexicon_of_the_earlier_form_still_decodes():
     scores[:, classes.index(lemma.target("x", "x"))] = 5.0  # the head says: the form itself
     assert _decode(lemma, ["dogs", "cats"], scores, classes) == ["dogs", "cats"]
     assert _decode(lemma, ["dogs", "cats"], scores, classes, {"dogs": "dog"}) == ["dog", "cats"]
+
+
+def test_a_lazy_head_reads_as_its_computed_scores():
+    generator = torch.Generator().manual_seed(4)
+    head = torch.nn.Linear(6, 9).double()
+    states = torch.randn(3, 5, 6, dtype=torch.float64, generator=generator)
+    lazy, dense = LinearScores(head, states), head(states)
+    b, t, c = torch.tensor([0, 2, 2, 1]), torch.tensor([4, 0, 3, 3]), torch.tensor([8, 0, 5, 5])
+    with torch.no_grad():
+        torch.testing.assert_close(lazy.full(), dense)
+        torch.testing.assert_close(lazy.rows(b, t), dense[b, t])
+        torch.testing.assert_close(lazy.cells(b, t, c), dense[b, t, c])
+        torch.testing.assert_close(lazy[:, 1:].full(), dense[:, 1:])
+
+
+@pytest.mark.parametrize("layer", [FeatsLayer(), LemmaLayer()])
+def test_a_lazy_head_decodes_as_the_whole_product(morph, layer):
+    # Restricted words read their few classes' cells, unrestricted ones ("zzq") whole rows.
+    vocabs = Vocabularies.build(morph, min_freq=1, layers=[layer])
+    classes, lexicon = vocabs.layers[layer.name], vocabs.lexicons[layer.name]
+    forms = [s.forms for s in morph[:4]] + [["Unseenly", "zzq"]]
+    width = max(len(f) for f in forms) + 2
+    restricts = Dictionary(layer, lexicon, classes).ids
+    assert {bool(restricts(form)) for words in forms for form in words} == {True, False}
+    generator = torch.Generator().manual_seed(5)
+    head = torch.nn.Linear(7, len(classes)).double()
+    for _ in range(5):
+        states = torch.randn(len(forms), width, 7, dtype=torch.float64, generator=generator)
+        with torch.no_grad():
+            for dictionary in (None, lexicon):
+                expected = layer.decode(forms, head(states), classes, dictionary)
+                assert layer.decode(forms, LinearScores(head, states), classes, dictionary) == expected

@@ -20,7 +20,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from itertools import chain
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 import numpy as np
 import torch
@@ -187,7 +187,7 @@ class TokenLayer:
         """``[B, N+1]`` the best class of each position, never a special id."""
         return scores[..., N_SPECIAL:].argmax(-1) + N_SPECIAL
 
-    def decode(self, forms: Sequence[Sequence[str]], scores: Tensor, classes: Vocab,
+    def decode(self, forms: Sequence[Sequence[str]], scores: Tensor | ClassScores, classes: Vocab,
                lexicon: Mapping | Dictionary | None = None) -> list[list[str | None]]:
         """The column's values of each sentence's words ``forms[b]`` from their class ``scores
         [B, T, C]`` over the layer's ``classes`` (row ``b``: its words from position 0, no ROOT):
@@ -197,10 +197,41 @@ class TokenLayer:
         if lexicon is not None:
             dictionary = lexicon if isinstance(lexicon, Dictionary) else Dictionary(self, lexicon, classes)
             return dictionary.decode(forms, scores)
-        best = [row[: len(words)] for row, words in zip(self.predict(scores).tolist(), forms)]
+        dense = scores if isinstance(scores, Tensor) else scores.full()
+        best = [row[: len(words)] for row, words in zip(self.predict(dense).tolist(), forms)]
         names = classes.tokens
         return [[self.value(form, names[c]) for form, c in zip(words, ids)]
                 for words, ids in zip(forms, best)]
+
+
+class ClassScores(Protocol):
+    """``[B, T, C]`` class scores read where needed (a model's lazy head:
+    :class:`parser.models.layers.LinearScores`)."""
+
+    def full(self) -> Tensor:
+        """All of them, ``[B, T, C]``."""
+
+    def rows(self, b: Tensor, t: Tensor) -> Tensor:
+        """``[k, C]`` the scores of the positions ``(b[i], t[i])``."""
+
+    def cells(self, b: Tensor, t: Tensor, c: Tensor) -> Tensor:
+        """``[k]`` the scores of class ``c[i]`` at ``(b[i], t[i])``."""
+
+
+class DenseScores:
+    """:class:`ClassScores` of a computed ``[B, T, C]`` tensor."""
+
+    def __init__(self, scores: Tensor) -> None:
+        self.scores = scores
+
+    def full(self) -> Tensor:
+        return self.scores
+
+    def rows(self, b: Tensor, t: Tensor) -> Tensor:
+        return self.scores[b, t]
+
+    def cells(self, b: Tensor, t: Tensor, c: Tensor) -> Tensor:
+        return self.scores[b, t, c]
 
 
 class Dictionary:
@@ -220,34 +251,44 @@ class Dictionary:
         self._class_values: list[str | None] | None = None
         self._values: dict[tuple[str, int], tuple[str | None]] = {}
 
-    def best(self, forms: Sequence[Sequence[str]], scores: Tensor) -> list[list[int]]:
+    def best(self, forms: Sequence[Sequence[str]], scores: Tensor | ClassScores) -> list[list[int]]:
         """Each word's best class id by ``scores [B, T, C]`` (row ``b``: the words ``forms[b]``
         from position 0) among those its form may take (any, for a form the dictionary does not
-        restrict): the head's argmax for the whole batch, then the best of each restricted word's
-        classes from one gather of their scores. Python touches each word once (its form's
-        classes, remembered); the choices are numpy's (on EWT test, per-word Python here cost
-        more than the convolutional encoder)."""
-        best = self.layer.predict(scores).cpu().numpy()
+        restrict): the head's argmax over the rows of the unrestricted words, the best of each
+        restricted word's classes from the scores of those classes alone (a :class:`ClassScores`
+        computes only them: a LEMMA head has hundreds of classes, a known form two or three).
+        Python touches each word once (its form's classes, remembered); the choices are numpy's
+        (on EWT test, per-word Python here cost more than the convolutional encoder)."""
+        source = DenseScores(scores) if isinstance(scores, Tensor) else scores
         lengths = np.fromiter(map(len, forms), dtype=np.int64, count=len(forms))
         remembered, ids_of = self._ids.get, self.ids
         ids = [remembered(form) or ids_of(form) for words in forms for form in words]
         counts = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
-        if counts.any():
-            # each word's (sentence, position), then each cell's word: one class of a word
-            b = np.repeat(np.arange(len(forms)), lengths)
-            word = np.arange(len(ids)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        # each word's (sentence, position)
+        b = np.repeat(np.arange(len(forms)), lengths)
+        word = np.arange(len(ids)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        best = np.empty(len(ids), dtype=np.int64)
+        free = np.flatnonzero(counts == 0)
+        if len(free):
+            rows = source.rows(torch.from_numpy(b[free]), torch.from_numpy(word[free]))
+            best[free] = self.layer.predict(rows).cpu().numpy()
+        restricted = np.flatnonzero(counts)
+        if len(restricted):
+            # each cell's word: one class of a restricted word
             classes = np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=int(counts.sum()))
             owner = np.repeat(np.arange(len(ids)), counts)
-            values = scores.detach().cpu().numpy()[b[owner], word[owner], classes]
+            values = source.cells(*(torch.from_numpy(a) for a in (b[owner], word[owner], classes)))
+            values = values.detach().cpu().numpy()
             # the first cell (class order, as argmax) of each restricted word holding its maximum
-            restricted = np.flatnonzero(counts)
             top = np.maximum.reduceat(values, (np.cumsum(counts) - counts)[restricted])
             at_top = np.flatnonzero(values == np.repeat(top, counts[restricted]))
             _, first = np.unique(owner[at_top], return_index=True)
-            best[b[restricted], word[restricted]] = classes[at_top[first]]
-        return [row[: len(words)] for row, words in zip(best.tolist(), forms)]
+            best[restricted] = classes[at_top[first]]
+        ends = np.cumsum(lengths)
+        flat = best.tolist()
+        return [flat[end - n:end] for end, n in zip(ends.tolist(), lengths.tolist())]
 
-    def decode(self, forms: Sequence[Sequence[str]], scores: Tensor) -> list[list[str | None]]:
+    def decode(self, forms: Sequence[Sequence[str]], scores: Tensor | ClassScores) -> list[list[str | None]]:
         """:meth:`TokenLayer.decode` through this dictionary: each word's value from its best
         class (:meth:`best`), remembered per class (or per form and class, for a layer whose
         values read the form)."""
