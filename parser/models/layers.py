@@ -143,11 +143,16 @@ class LinearScores:
         return self.head(self.states)
 
     def rows(self, b: Tensor, t: Tensor) -> Tensor:
-        return self.head(self.states[b, t])
+        return self.head(self._states_at(b, t))
 
     def cells(self, b: Tensor, t: Tensor, c: Tensor) -> Tensor:
         weight, bias = self.head.weight, self.head.bias
-        return (self.states[b, t] * weight[c]).sum(-1) + bias[c]
+        return self._states_at(b, t).mul_(weight.index_select(0, c)).sum(-1) + bias.index_select(0, c)
+
+    def _states_at(self, b: Tensor, t: Tensor) -> Tensor:
+        # one index_select over the flattened states: several times faster than states[b, t]
+        batch, width, n_in = self.states.shape
+        return self.states.reshape(batch * width, n_in).index_select(0, b * width + t)
 
 
 def reverse_within(x: Tensor, lengths: Tensor) -> Tensor:
