@@ -51,10 +51,11 @@ class EncodedSentence:
 
 
 def encode(sentence: Sentence, vocabs: Vocabularies, *, index: int = 0,
-           max_chars: int = 32, layer_targets: bool = True) -> EncodedSentence:
+           max_chars: int = 32, layer_targets: bool = True, trees: bool = True) -> EncodedSentence:
     """Ids of one sentence; characters of each form cut to ``max_chars`` (long URLs would
-    otherwise set the width of the whole batch's character tensor); ``layer_targets``: the
-    gold classes of the vocabularies' layers too (prediction needs none)."""
+    otherwise set the width of the whole batch's character tensor); ``trees``: its gold heads
+    and relations where it has them, ``layer_targets``: the gold classes of the vocabularies'
+    layers too (a prediction that scores nothing needs neither)."""
     if max_chars < 1:
         raise ValueError(f"max_chars must be >= 1, got {max_chars}")
     words = [ROOT] + vocabs.words.indices(sentence.forms)
@@ -64,7 +65,7 @@ def encode(sentence: Sentence, vocabs: Vocabularies, *, index: int = 0,
     chars = torch.tensor([ids + [PAD] * (width - len(ids)) for ids in char_ids],
                          dtype=torch.long)
     heads = rels = None
-    if any(h >= 0 for h in sentence.heads):
+    if trees and any(h >= 0 for h in sentence.heads):
         heads = torch.tensor([0] + list(sentence.heads), dtype=torch.long)
         rels = torch.tensor([0] + [-1 if r is None else vocabs.rels.index(r)
                                    for r in sentence.deprels], dtype=torch.long)
@@ -78,10 +79,10 @@ def encode(sentence: Sentence, vocabs: Vocabularies, *, index: int = 0,
                            torch.tensor(upos, dtype=torch.long), heads, rels, index, layers)
 
 
-def encode_all(sentences: Sequence[Sentence], vocabs: Vocabularies, *,
-               max_chars: int = 32, layer_targets: bool = True) -> list[EncodedSentence]:
+def encode_all(sentences: Sequence[Sentence], vocabs: Vocabularies, *, max_chars: int = 32,
+               layer_targets: bool = True, trees: bool = True) -> list[EncodedSentence]:
     """:func:`encode` each sentence, ``index`` = its position in ``sentences``."""
-    return [encode(s, vocabs, index=i, max_chars=max_chars, layer_targets=layer_targets)
+    return [encode(s, vocabs, index=i, max_chars=max_chars, layer_targets=layer_targets, trees=trees)
             for i, s in enumerate(sentences)]
 
 

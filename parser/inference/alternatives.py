@@ -110,7 +110,7 @@ def parse_alternatives(
     sentences = list(sentences)
     if constraints is not None and len(constraints) != len(sentences):
         raise ValueError(f"constraints: {len(constraints)} for {len(sentences)} sentences")
-    encoded = encode_all(sentences, vocabs, layer_targets=False)
+    encoded = encode_all(sentences, vocabs, layer_targets=False, trees=False)
     result: list[SentenceTrees | None] = [None] * len(sentences)
     for batch, out in model_outputs(model, encoded, tokens_per_batch=tokens_per_batch,
                                     cells_per_batch=cells_per_batch, device=device):

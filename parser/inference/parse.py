@@ -101,7 +101,7 @@ def parse(
     ``confidence``: also the marginals of the written trees (:mod:`parser.inference.confidence`);
     ``columns``: the token-level layers' columns (False: none, for a caller that writes nothing)."""
     sentences = list(sentences)
-    encoded = encode_all(sentences, vocabs, layer_targets=False)
+    encoded = encode_all(sentences, vocabs, layer_targets=False, trees=score)
     gold = score and all(e.heads is not None for e in encoded)
     metric = AttachmentMetric() if gold else None
     rel_universal = vocabs.rel_universal_ids()

@@ -32,6 +32,8 @@ def test_encode_one_sentence(tiny):
     assert e.chars[0].tolist() == [ROOT, PAD, PAD]
     assert e.chars[6].tolist() == vocabs.chars.indices("cof")
     assert e.chars[1].tolist() == [vocabs.chars.index("I"), PAD, PAD]
+    lean = encode(sentence, vocabs, index=7, max_chars=3, trees=False)  # a prediction's
+    assert lean.heads is None and lean.rels is None and lean.words.equal(e.words)
 
 
 def test_encode_unseen_and_unannotated(tiny):
