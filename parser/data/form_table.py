@@ -38,6 +38,11 @@ class FormTable(Mapping[str, list[str]]):
     def __contains__(self, form: object) -> bool:
         return form in self._joined
 
+    def get(self, form: str, default: list[str] | None = None) -> list[str] | None:
+        # Mapping.get would raise and catch a KeyError per miss (a suffix search misses often)
+        joined = self._joined.get(form)
+        return default if joined is None else joined.split(_SEPARATOR)
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._joined)
 

@@ -247,7 +247,7 @@ class Dictionary:
                        "suffixes": {}, "suffix_length": 0}
         self.layer, self.lexicon, self.classes = layer, lexicon, classes
         self._ids: dict[str, tuple[int, ...]] = {}
-        self._entry_ids: dict[tuple[str, str], tuple[int, ...]] = {}
+        self._class_ids: dict[tuple[str, ...], tuple[int, ...]] = {}
         self._class_values: list[str | None] | None = None
         self._values: dict[tuple[str, int], tuple[str | None]] = {}
 
@@ -314,16 +314,17 @@ class Dictionary:
 
     def ids(self, form: str) -> tuple[int, ...]:
         """The kept class ids ``form`` may take, in class order (empty: any). Remembered per form
-        and per dictionary entry: the unseen forms sharing a suffix share its (often long) list."""
+        and per list of classes: the forms seen with the same classes (most of them: one tag, an
+        identity lemma script) and the unseen ones sharing a suffix share the ids."""
         found = self._ids.get(form)
         if found is None:
             entry = self.layer.entry(form, self.lexicon)
-            found = () if entry is None else self._entry_ids.get(entry)
+            allowed = () if entry is None else tuple(self.lexicon[entry[0]][entry[1]])
+            found = self._class_ids.get(allowed)
             if found is None:
-                allowed = self.lexicon[entry[0]][entry[1]]
                 found = tuple(sorted(c for c in self.classes.indices(allowed) if c >= N_SPECIAL))
-                if len(self._entry_ids) < self.MEMO:
-                    self._entry_ids[entry] = found
+                if len(self._class_ids) < self.MEMO:
+                    self._class_ids[allowed] = found
             if len(self._ids) < self.MEMO:
                 self._ids[form] = found
         return found
