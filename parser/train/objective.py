@@ -18,7 +18,7 @@ from parser.models import TreesOnly
 from parser.objectives import TermSpec, build_objective, resolve_terms
 from parser.runtime.checkpoint import CheckpointError
 
-__all__ = ["build_training_objective"]
+__all__ = ["build_training_objective", "teacher_vocabularies"]
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +60,20 @@ def build_training_objective(
     return build_objective(terms, constraints=constraints, teacher=teacher)
 
 
+def teacher_vocabularies(terms: Mapping[str, Any]) -> Vocabularies | None:
+    """The vocabularies of the run's teacher checkpoint (None: no term needs a teacher). A new
+    student takes them, so that a teacher trained without the unlabeled text (a distillation
+    corpus, the training file read again) reads the student's batches word for word."""
+    terms = _unset_as_none(terms) if OmegaConf.is_config(terms) else dict(terms)
+    for term in resolve_terms(terms):
+        if "teacher" in term.kind.needs and term.options.checkpoint:
+            try:
+                return load_parser(term.options.checkpoint, device="cpu")[1]
+            except CheckpointError as error:
+                raise CheckpointError(f"objective.terms.{term.name}.checkpoint: {error}") from error
+    return None
+
+
 def _load_constraint_set(term: TermSpec, *, vocabs: Vocabularies, labeled: Sequence[Sentence]):
     """The term's constraint set; ``oracle`` and ``targets: estimated`` read ``labeled``, the run's
     labeled training trees (never dev or test)."""
@@ -96,7 +110,8 @@ def _load_teacher(term: TermSpec, *, vocabs: Vocabularies, device: torch.device 
     if teacher_vocabs.state_dict() != vocabs.state_dict():
         raise ValueError(
             f"objective term {term.name!r}: the teacher {checkpoint} was trained with other "
-            "vocabularies than this run; train the student on the teacher's data"
+            "vocabularies than this run (resumed or model.init: the student's are its own); "
+            "warm-start from a student of this teacher, or start afresh"
         )
     for parameter in teacher.parameters():
         parameter.requires_grad_(False)

@@ -49,3 +49,23 @@ def test_a_convolutional_student_learns_its_teachers_trees_from_text(tmp_path):
     assert model.decoder.label_grid is False
     after = _agreement(model, vocabs, sentences, teacher_heads)
     assert after > before + 0.2, (before, after)  # 0.20 -> 0.48 of the words when written
+
+
+def test_a_student_reads_with_its_teachers_vocabularies(tmp_path, caplog):
+    """Likelihood on the training trees plus KL on the same file read again as text: built from
+    both, the vocabularies would count every word twice (and keep the once-seen ones the teacher
+    reads as UNK); a new student takes its teacher's instead."""
+    train = FIXTURES / "tiny-train.conllu"
+    Trainer(tiny_config("data.min_freq=2", "trainer.max_steps=2", "trainer.eval_every=2", f"data.dev_file={train}"),
+            run_dir=tmp_path / "teacher").fit()
+    teacher_checkpoint = tmp_path / "teacher" / "checkpoints" / "best.pt"
+    teacher_vocabs = load_parser(teacher_checkpoint)[1]
+    student = Trainer(tiny_config(*STUDENT, "objective=kl", f"objective.terms.kl.checkpoint={teacher_checkpoint}",
+                                  f"data.unlabeled_file={train}", "trainer.max_steps=2",
+                                  "model.layers=[xpos]", f"data.dev_file={train}"),
+                      run_dir=tmp_path / "student")
+    assert student.task.vocabs.state_dict() == teacher_vocabs.state_dict()
+    doubled = Trainer(tiny_config("data.min_freq=2", f"data.unlabeled_file={train}", "trainer.max_steps=2", f"data.dev_file={train}"),
+                      run_dir=tmp_path / "doubled").task.vocabs
+    assert len(doubled.words) > len(teacher_vocabs.words)  # what the student would have read
+    assert "model.layers ['xpos']" in caplog.text  # the tiny teacher has no XPOS classes

@@ -20,7 +20,7 @@ from parser.inference.loading import load_parser
 from parser.models.parser_model import ParserModel, build_parser, layers_of, reads_own_tags
 from parser.runtime.errors import NonFiniteError
 from parser.train.final import evaluate_split, format_scores, restore_best
-from parser.train.objective import build_training_objective
+from parser.train.objective import build_training_objective, teacher_vocabularies
 from parser.train.task import DevScore, FinalReport, StepLoss, TaskContext
 from parser.train.training_data import TrainingData, load_training_data
 
@@ -39,7 +39,7 @@ class ParserTask:
         start = _warm_start(cfg.model.init, device=self.device) if cfg.model.init and not resumed \
             else None
         vocabs = (Vocabularies.from_state_dict(resumed["vocabs"]) if resumed
-                  else start[1] if start else None)
+                  else start[1] if start else _teacher_vocabularies(cfg))
         self.data: TrainingData = load_training_data(
             cfg.data, seed=cfg.trainer.seed, vocabs=vocabs, num_replicas=dist.world_size,
             rank=dist.rank, objective_terms=cfg.objective.terms,
@@ -172,6 +172,21 @@ class ParserTask:
             log.warning("trainer.resume: objective state missing for terms %s, not used for terms "
                         "%s (another objective than the checkpoint's?): those start afresh",
                         missing, unexpected)
+
+
+def _teacher_vocabularies(cfg) -> Vocabularies | None:
+    """A new student's vocabularies: its teacher's, if a term has one (a warning names the layers
+    the run asks for that the teacher has no classes for: the student cannot predict them)."""
+    vocabs = teacher_vocabularies(cfg.objective.terms)
+    if vocabs is None:
+        return None
+    log.info("vocabularies from the teacher: %d words, layers %s", len(vocabs.words), sorted(vocabs.layers) or "none")
+    missing = sorted({layer.name for layer in layers_of(cfg.model)} - set(vocabs.layers))
+    if missing:
+        log.warning("model.layers %s: the teacher's vocabularies have no classes for them (its "
+                    "training had none, or it ran without them): the student will not predict "
+                    "them", missing)
+    return vocabs
 
 
 def _warm_start(path: str, *, device: torch.device) -> tuple[ParserModel, Vocabularies]:
