@@ -7,8 +7,10 @@ text, one thread) and its unlabeled batches, per batch, interleaved, medians ove
 - ``step``: the unlabeled training step as the trainer runs it (student forward, the term with its
   teacher pass, backward, clipping, optimiser) for ``self_training`` (kl, ``tree=mst``) and
   ``confident_arcs``;
-- ``teacher``: the teacher's work alone on the batch: forward, 1-best tree, arc marginals (what a
-  pre-pass would do once per sentence, and what every on-the-fly step does);
+- ``teacher``: the teacher's work alone on the batch: forward (``trees_only()``, as the terms
+  call it), 1-best tree, arc marginals (what a pre-pass would do once per sentence, and what
+  every on-the-fly step does); with ``--teacher`` given more than once, each one's, interleaved
+  on the same batches (the steps are the first teacher's);
 - ``write + read``: the batch's silver trees (heads, ``_`` for the arcs not kept) written as
   CoNLL-U and read back (a pre-pass's I/O, per draw of the sentence from disk).
 
@@ -17,6 +19,8 @@ draws ``E`` times: on the fly ``E * step``; pre-pass ``teacher + write + E * (st
 read)``, plus the teacher pass over every corpus sentence the run never draws.
 
     PYTHONPATH=. python experiments/bench_teacher_pass.py --teacher <likelihood run>/checkpoints/best.pt
+
+``--override`` adds config overrides to the students (e.g. the first teacher's model options).
 """
 
 from __future__ import annotations
@@ -41,8 +45,8 @@ from parser.train.loop import Trainer
 ARMS = {arm: ssl_protocol.ARMS[arm] for arm in ssl_protocol.TEACHER_OPTION}  # the two self-training arms
 
 
-def trainer_for(arm: str, teacher: Path, root: Path, work: Path) -> Trainer:
-    overrides = ["experiment=ssl_ewt", f"data.root={root}", "data.treebank=en_ewt", *ARMS[arm],
+def trainer_for(arm: str, teacher: Path, root: Path, work: Path, extra: list[str]) -> Trainer:
+    overrides = ["experiment=ssl_ewt", f"data.root={root}", "data.treebank=en_ewt", *ARMS[arm], *extra,
                  f"{ssl_protocol.TEACHER_OPTION[arm]}={teacher}", "data.dev_split=null", "data.test_split=null",
                  "trainer.num_threads=1", "logger.tensorboard=false", "trainer.progress=false"]
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
@@ -96,7 +100,9 @@ def write_and_read(batch, heads, confidence, sentences, path: Path) -> tuple[flo
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--teacher", type=Path, required=True, help="the likelihood run's best.pt")
+    parser.add_argument("--teacher", type=Path, required=True, action="append",
+                        help="the likelihood run's best.pt (repeatable: each teacher's work is timed)")
+    parser.add_argument("--override", action="append", default=[], help="a config override of the students")
     parser.add_argument("--root", type=Path, default=Path("../shared/data/ud-release"))
     parser.add_argument("--batches", type=int, default=30)
     args = parser.parse_args()
@@ -104,13 +110,16 @@ def main() -> None:
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
-        trainers = {arm: trainer_for(arm, args.teacher.resolve(), args.root.resolve(), work) for arm in ARMS}
+        trainers = {arm: trainer_for(arm, args.teacher[0].resolve(), args.root.resolve(), work, args.override)
+                    for arm in ARMS}
         first = trainers["confident_arcs"]
-        teacher = load_parser(args.teacher)[0]  # the terms' teacher: the same checkpoint, eval mode
+        # the terms' teacher: the same checkpoint, eval mode, its trees only
+        teachers = {path: load_parser(path)[0].trees_only() for path in args.teacher}
+        names = {path: "teacher" if n == 0 else f"teacher {n + 1}" for n, path in enumerate(args.teacher)}
         batches = unlabeled_batches(first, args.batches + 1)
         sentences = first.task.data.unlabeled
-        times: dict[str, list[float]] = {"self_training step": [], "confident_arcs step": [], "teacher": [],
-                                         "write": [], "read": []}
+        times: dict[str, list[float]] = {"self_training step": [], "confident_arcs step": [],
+                                         **{name: [] for name in names.values()}, "write": [], "read": []}
         words = []
         for number, batch in enumerate(batches):
             timed = {}
@@ -118,9 +127,12 @@ def main() -> None:
                 start = time.perf_counter()
                 step(trainer, batch)
                 timed[f"{arm} step"] = time.perf_counter() - start
-            start = time.perf_counter()
-            heads, confidence = teacher_work(teacher, batch)
-            timed["teacher"] = time.perf_counter() - start
+            for path, teacher in teachers.items():
+                start = time.perf_counter()
+                work_done = teacher_work(teacher, batch)
+                timed[names[path]] = time.perf_counter() - start
+                if names[path] == "teacher":
+                    heads, confidence = work_done
             timed["write"], timed["read"] = write_and_read(batch, heads, confidence, sentences, work / "silver.conllu")
             if number:  # the first batch warms up
                 words.append(batch.n_tokens / batch.size)
@@ -131,6 +143,8 @@ def main() -> None:
     print(f"Machine: {machine()}; {args.batches} unlabeled batches of EWT train "
           f"({statistics.mean(words):.1f} words a sentence), medians per sentence\n")
     print(markdown_table(["part", "ms per unlabeled sentence"], rows))
+    for path, name in names.items():
+        print(f"\n{name}: {path} ({median[name] / median['teacher']:.2f}x the first teacher's work)")
     for arm in ARMS:
         step_ms = median[f"{arm} step"]
         share = median["teacher"] / step_ms

@@ -16,6 +16,7 @@ from parser.cli.select import main as select_main
 from parser.data.batching import collate, encode_all
 from parser.data.conllu_io import read_conllu
 from parser.inference import load_parser, predict_file
+from parser.models import layers
 from parser.models.layers import Bilinear
 from parser.models.ud_rules import LEFT_TO_RIGHT
 from tests.inference.helpers import train_tiny
@@ -27,7 +28,10 @@ def classifier(tmp_path_factory):
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_labels_at_heads_are_the_grids_values_there(seed):
+@pytest.mark.parametrize("block", [None, 8 * 8 * 5])  # None: one block; else 5 words a block
+def test_labels_at_heads_are_the_grids_values_there(seed, block, monkeypatch):
+    if block is not None:
+        monkeypatch.setattr(layers, "BLOCK_ELEMENTS", block)
     generator = torch.Generator().manual_seed(seed)
     bilinear = Bilinear(8, 5)
     with torch.no_grad():

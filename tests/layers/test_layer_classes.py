@@ -269,7 +269,15 @@ def test_a_lazy_head_reads_as_its_computed_scores():
         torch.testing.assert_close(lazy.full(), dense)
         torch.testing.assert_close(lazy.rows(b, t), dense[b, t])
         torch.testing.assert_close(lazy.cells(b, t, c), dense[b, t, c])
-        torch.testing.assert_close(lazy[:, 1:].full(), dense[:, 1:])
+        # [:, k:] reads the same states from position k: positions t >= 2 seen through two offsets
+        later = t >= 2
+        b2, t2, c2 = b[later], t[later], c[later]
+        for tail, shift in ((lazy[:, 1:], 1), (lazy[:, 2:], 2), (lazy[:, 1:][:, 1:], 2)):
+            torch.testing.assert_close(tail.full(), dense[:, shift:])
+            torch.testing.assert_close(tail.rows(b2, t2 - shift), dense[b2, t2])
+            torch.testing.assert_close(tail.cells(b2, t2 - shift, c2), dense[b2, t2, c2])
+    with pytest.raises(IndexError, match=r"only \[:, k:\]"):
+        lazy[0:1, 1:]
 
 
 @pytest.mark.parametrize("layer", [FeatsLayer(), LemmaLayer()])
