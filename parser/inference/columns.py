@@ -57,11 +57,9 @@ def dictionary_tags(out: ParserOutput, batch: Batch, vocabs: Vocabularies,
     if scores is None or getattr(out, "upos", None) is None or UPOS.name not in vocabs.lexicons:
         return out
     forms = [sentences[i].forms for i in batch.index.tolist()]
-    best = _dictionary(vocabs, UPOS, vocabs.upos).best(forms, scores[:, 1:])
-    cells = [(b, word + 1, tag) for b, tags in enumerate(best) for word, tag in enumerate(tags)]
-    rows, positions, tags = (list(column) for column in zip(*cells))
+    rows, positions, tags = _dictionary(vocabs, UPOS, vocabs.upos).best_cells(forms, scores[:, 1:])
     upos = out.upos.clone()  # one write for the batch (ROOT and padding untouched)
-    upos[rows, positions] = torch.tensor(tags, dtype=upos.dtype, device=upos.device)
+    upos[torch.from_numpy(rows), torch.from_numpy(positions + 1)] = torch.from_numpy(tags).to(upos)
     return replace(out, upos=upos)
 
 

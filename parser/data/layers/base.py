@@ -254,11 +254,21 @@ class Dictionary:
     def best(self, forms: Sequence[Sequence[str]], scores: Tensor | ClassScores) -> list[list[int]]:
         """Each word's best class id by ``scores [B, T, C]`` (row ``b``: the words ``forms[b]``
         from position 0) among those its form may take (any, for a form the dictionary does not
-        restrict): the head's argmax over the rows of the unrestricted words, the best of each
-        restricted word's classes from the scores of those classes alone (a :class:`ClassScores`
-        computes only them: a LEMMA head has hundreds of classes, a known form two or three).
-        Python touches each word once (its form's classes, remembered); the choices are numpy's
-        (on EWT test, per-word Python here cost more than the convolutional encoder)."""
+        restrict), one list per sentence: :meth:`best_cells` split by sentence."""
+        lengths = [len(words) for words in forms]
+        flat = self.best_cells(forms, scores)[2].tolist()
+        ends = np.cumsum(lengths).tolist()
+        return [flat[end - n:end] for end, n in zip(ends, lengths)]
+
+    def best_cells(self, forms: Sequence[Sequence[str]],
+                   scores: Tensor | ClassScores) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(b, position, class)`` of every word, in reading order, the class chosen as
+        :meth:`best` says: the head's argmax over the rows of the unrestricted words, the best of
+        each restricted word's classes from the scores of those classes alone (a
+        :class:`ClassScores` computes only them: a LEMMA head has hundreds of classes, a known
+        form two or three). Python touches each word once (its form's classes, remembered); the
+        choices are numpy's (on EWT test, per-word Python here cost more than the convolutional
+        encoder)."""
         source = DenseScores(scores) if isinstance(scores, Tensor) else scores
         lengths = np.fromiter(map(len, forms), dtype=np.int64, count=len(forms))
         remembered, ids_of = self._ids.get, self.ids
@@ -284,9 +294,7 @@ class Dictionary:
             at_top = np.flatnonzero(values == np.repeat(top, counts[restricted]))
             _, first = np.unique(owner[at_top], return_index=True)
             best[restricted] = classes[at_top[first]]
-        ends = np.cumsum(lengths)
-        flat = best.tolist()
-        return [flat[end - n:end] for end, n in zip(ends.tolist(), lengths.tolist())]
+        return b, word, best
 
     def decode(self, forms: Sequence[Sequence[str]], scores: Tensor | ClassScores) -> list[list[str | None]]:
         """:meth:`TokenLayer.decode` through this dictionary: each word's value from its best
