@@ -197,8 +197,7 @@ class TokenLayer:
         if lexicon is not None:
             dictionary = lexicon if isinstance(lexicon, Dictionary) else Dictionary(self, lexicon, classes)
             return dictionary.decode(forms, scores)
-        dense = scores if isinstance(scores, Tensor) else scores.full()
-        best = [row[: len(words)] for row, words in zip(self.predict(dense).tolist(), forms)]
+        best = [row[: len(words)] for row, words in zip(self.predict(class_scores(scores).full()).tolist(), forms)]
         names = classes.tokens
         return [[self.value(form, names[c]) for form, c in zip(words, ids)]
                 for words, ids in zip(forms, best)]
@@ -232,6 +231,11 @@ class DenseScores:
 
     def cells(self, b: Tensor, t: Tensor, c: Tensor) -> Tensor:
         return self.scores[b, t, c]
+
+
+def class_scores(scores: Tensor | ClassScores) -> ClassScores:
+    """``scores`` as :class:`ClassScores`: a computed tensor wrapped, a lazy head as it is."""
+    return DenseScores(scores) if isinstance(scores, Tensor) else scores
 
 
 class Dictionary:
@@ -269,7 +273,7 @@ class Dictionary:
         form two or three). Python touches each word once (its form's classes, remembered); the
         choices are numpy's (on EWT test, per-word Python here cost more than the convolutional
         encoder)."""
-        source = DenseScores(scores) if isinstance(scores, Tensor) else scores
+        source = class_scores(scores)
         lengths = np.fromiter(map(len, forms), dtype=np.int64, count=len(forms))
         remembered, ids_of = self._ids.get, self.ids
         ids = [remembered(form) or ids_of(form) for words in forms for form in words]
