@@ -59,11 +59,13 @@ def _columns(sentences, *keys):
 
 def test_without_label_masks_the_predictions_are_the_grids(classifier, fixtures, tmp_path):
     source = fixtures / "tiny-dev.conllu"
-    for options in ({}, {"confidence": True}, {"kbest": 3}):
+    for options in ({}, {"confidence": True}, {"kbest": 3}, {"samples": 3, "seed": 2}):
         grid = _predict(classifier, source, tmp_path / "grid.conllu", ud_rules="none", **options)
         heads = _predict(classifier, source, tmp_path / "at.conllu", ud_rules="none",
                          label_grid=False, **options)
         assert _columns(heads, "head", "deprel") == _columns(grid, "head", "deprel")
+        if "kbest" in options or "samples" in options:  # the other trees, in comments, alike
+            assert [s.metadata for s in heads] == [s.metadata for s in grid]
         if options.get("confidence"):
             for ours, theirs in zip(heads, grid):
                 for a, b in zip(ours, theirs):
