@@ -19,7 +19,7 @@ from parser.cli.evaluate import main as evaluate_main
 from parser.cli.predict import main as predict_main
 from parser.cli.train import main as train_main
 from tests.tagger.helpers import train_tiny_tagger
-from tests.train.helpers import QUIET, TINY_MODEL
+from tests.train.helpers import QUIET, TINY_DATA, TINY_MODEL
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -69,7 +69,7 @@ def _one_thread_and_logging():
 
 
 def _train_argv(run_dir: Path, *overrides: str) -> list[str]:
-    return ["data=tiny", *TINY_MODEL, *QUIET, "trainer.max_steps=2", "trainer.eval_every=2",
+    return [*TINY_DATA, *TINY_MODEL, *QUIET, "trainer.max_steps=2", "trainer.eval_every=2",
             "trainer.final_eval=false", f"hydra.run.dir={run_dir}", *overrides]
 
 

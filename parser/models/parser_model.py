@@ -244,7 +244,8 @@ def build_parser(
     label_grid = bool(_get(cfg, "label_grid", True))
     if not label_grid and (kind != "biaffine" or labels != LabelMode.classifier.value):
         raise ValueError(f"model.label_grid=false scores labels on the decoded arcs only: it needs "
-                         f"model.kind=biaffine and model.labels=classifier (got {kind}, {labels})")
+                         f"model.kind=biaffine and model.labels=classifier (got {kind}, {labels}); "
+                         "add model.label_grid=true (the default experiment, fast_cpu, sets false)")
     decoder = Decoder(labels=labels, projective=bool(cfg.projective), unit_tags=unit_tags,
                       ud_rules=ud_rules_of(_get(cfg, "ud_rules", ()), rels, upos),
                       label_grid=label_grid)

@@ -17,7 +17,7 @@ from parser.data.conllu_io import read_conllu
 from parser.runtime.checkpoint import load_checkpoint
 from parser.train.loop import Trainer
 from tests.faults.helpers import wait_for_step
-from tests.train.helpers import QUIET, TINY_MODEL, Recorder, tiny_config
+from tests.train.helpers import QUIET, TINY_DATA, TINY_MODEL, Recorder, tiny_config
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
@@ -41,7 +41,7 @@ def _corpus(tmp_path: Path, *, copies: int = 12, bad_every: int = 0) -> Path:
 
 
 def _command(run_dir: Path, corpus: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "parser.cli.train", "data=tiny", *TINY_MODEL, *QUIET, *OPTIONS,
+    return [sys.executable, "-m", "parser.cli.train", *TINY_DATA, *TINY_MODEL, *QUIET, *OPTIONS,
             f"data.unlabeled_corpus={corpus}", "trainer.num_threads=1", f"hydra.run.dir={run_dir}",
             *extra]
 

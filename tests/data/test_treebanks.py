@@ -22,7 +22,7 @@ from parser.data.conllu_io import read_conllu
 from parser.data.treebanks import MIN_CARVED_DEV, forms_hold_text, read_treebank_info
 from parser.runtime.checkpoint import load_checkpoint
 from parser.train.training_data import load_training_data
-from tests.train.helpers import QUIET, TINY_MODEL, tiny_config
+from tests.train.helpers import QUIET, TINY_DATA, TINY_MODEL, tiny_config
 
 FOLDER, CODE = "UD_Tiny-Fixture", "xx_tiny"
 LAYOUTS = ("official", "code")
@@ -132,7 +132,7 @@ def test_no_text_is_refused_naming_the_treebank(tmp_path, fixtures):
 def test_no_text_stops_parser_train_before_a_model_is_built(tmp_path, fixtures, capsys):
     lay_out(tmp_path / "ud", fixtures, layout="official", blank_forms=True)
     run_dir = tmp_path / "run"
-    argv = ["data=tiny", *TINY_MODEL, *QUIET, "data.train_file=null", "data.dev_file=null",
+    argv = [*TINY_DATA, *TINY_MODEL, *QUIET, "data.train_file=null", "data.dev_file=null",
             "data.test_file=null", f"data.treebank={CODE}", f"data.root={tmp_path / 'ud'}",
             "trainer.max_steps=2", f"hydra.run.dir={run_dir}"]
     root_logger = logging.getLogger()

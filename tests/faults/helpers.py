@@ -23,7 +23,7 @@ from parser.train.tasks.tagger_task import TaggerTask
 from parser.train.tasks.tokenizer_task import TokenizerTask
 from tests.tagger.helpers import TINY_TAGGER, tagger_config
 from tests.tokenize.helpers import TINY_TOKENIZER, tokenizer_config
-from tests.train.helpers import QUIET, TINY_MODEL, tiny_config
+from tests.train.helpers import QUIET, TINY_DATA, TINY_MODEL, tiny_config
 
 REPO = Path(__file__).resolve().parents[2]
 # 12 steps, a checkpoint every 3: kills land before, between and during checkpoints
@@ -46,7 +46,7 @@ class Kind:
 
 TASK_KINDS = {
     "parser": Kind("parser.cli.train", parser_main, ParserTask, tiny_config,
-                   ("data=tiny", *TINY_MODEL, *QUIET), ("model.dropout=0.2",)),
+                   (*TINY_DATA, *TINY_MODEL, *QUIET), ("model.dropout=0.2",)),
     "tagger": Kind("parser.cli.train_tagger", tagger_main, TaggerTask, tagger_config,
                    ("data=tiny", *TINY_TAGGER), ("tagger.dropout=0.2", "tagger.word_dropout=0.2")),
     "tokenizer": Kind("parser.cli.train_tokenizer", tokenizer_main, TokenizerTask, tokenizer_config,
@@ -56,7 +56,7 @@ TASK_KINDS = {
 
 def train_argv(run_dir: Path, *extra: str) -> list[str]:
     """``parser-train`` arguments of a tiny run into ``run_dir``."""
-    return ["data=tiny", *TINY_MODEL, *QUIET, *OPTIONS, f"hydra.run.dir={run_dir}", *extra]
+    return [*TINY_DATA, *TINY_MODEL, *QUIET, *OPTIONS, f"hydra.run.dir={run_dir}", *extra]
 
 
 def train_command(run_dir: Path, *extra: str) -> list[str]:

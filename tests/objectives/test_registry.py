@@ -33,7 +33,7 @@ from parser.train.loop import Trainer
 from parser.train.objective import build_training_objective
 from tests.objectives.helpers import TreeCRF, make_batch, random_scores
 from tests.objectives.toy_objective import ExpectedLength
-from tests.train.helpers import QUIET, TINY_MODEL, Recorder
+from tests.train.helpers import QUIET, TINY_DATA, TINY_MODEL, Recorder
 
 LENGTHS = [3, 2]
 HEADS = [[2, 0, 2], [0, 1]]
@@ -69,7 +69,7 @@ def test_a_new_objective_is_one_module_and_one_yaml_file(configs_with_toy, tmp_p
     register_configs()
     with initialize_config_dir(config_dir=str(configs_with_toy), version_base="1.3"):
         cfg = compose("config", overrides=[
-            "data=tiny", "objective=toy_length", *TINY_MODEL, *QUIET, "trainer.max_steps=3",
+            *TINY_DATA, "objective=toy_length", *TINY_MODEL, *QUIET, "trainer.max_steps=3",
             "trainer.eval_every=3", "trainer.final_eval=false", "trainer.log_every=1", "data.labeled_size=10",
         ])
     # The builder the trainer uses (parser.train.loop), nothing toy-specific anywhere else.

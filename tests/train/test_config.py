@@ -148,3 +148,14 @@ def test_a_teacher_left_unset_is_named_not_read_as_a_file_called_question_marks(
     cfg = _compose("experiment=ge_alone_selftrain")
     with pytest.raises(ValueError, match=r"set its checkpoint= \(the teacher\)"):
         build_training_objective(cfg.objective.terms, vocabs=None, labeled=[], device="cpu")
+
+
+def test_the_default_experiment_is_the_lean_parser():
+    """``parser-train data.treebank=<code>`` trains ``experiment=fast_cpu`` (issue 47);
+    ``~experiment`` gives the schema's own defaults."""
+    default, named = _compose("data.treebank=hu_szeged"), _compose("experiment=fast_cpu", "data.treebank=hu_szeged")
+    assert OmegaConf.to_container(default) == OmegaConf.to_container(named)
+    assert default.family == "fast_cpu" and default.model.label_grid is False
+    assert (default.model.lstm_layers, default.model.lstm_hidden) == (1, 200)
+    bare = _compose("~experiment")
+    assert bare.family == "run" and (bare.model.lstm_layers, bare.model.lstm_hidden) == (3, 400)

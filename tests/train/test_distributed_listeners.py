@@ -24,7 +24,7 @@ import torch
 
 from parser.train.rank_messages import CHECKPOINT
 from parser.train.rank_store import LOOPBACK_COMMAND, _loopback_address, loopback_store
-from tests.train.helpers import QUIET, TINY_MODEL
+from tests.train.helpers import QUIET, TINY_DATA, TINY_MODEL
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs" / "scaling.md"
@@ -80,7 +80,7 @@ def test_the_documented_command_is_as_expected():
 def test_a_documented_two_process_run_listens_on_loopback_only(tmp_path):
     env, options = documented_single_machine_command()
     torchrun = Path(sys.executable).parent / "torchrun"
-    overrides = ["data=tiny", *TINY_MODEL, *QUIET, "trainer.max_steps=8", "trainer.eval_every=4",
+    overrides = [*TINY_DATA, *TINY_MODEL, *QUIET, "trainer.max_steps=8", "trainer.eval_every=4",
                  "trainer.final_eval=false", "trainer.num_threads=1", f"hydra.run.dir={tmp_path / 'run'}"]
     command = [str(torchrun), *options, "-m", "parser.cli.train", *overrides]
     # TMPDIR: the rendezvous file torchrun leaves behind lands in tmp_path

@@ -12,7 +12,7 @@ import torch
 from parser.runtime.checkpoint import load_checkpoint
 from parser.train.loop import Trainer
 from tests.faults.helpers import sigkill, wait_for_step
-from tests.train.helpers import QUIET, TINY_MODEL, tiny_config
+from tests.train.helpers import QUIET, TINY_DATA, TINY_MODEL, tiny_config
 
 REPO = Path(__file__).resolve().parents[2]
 OPTIONS = ["trainer.max_steps=15", "trainer.eval_every=3", "trainer.keep_last=2", "trainer.patience=null",
@@ -20,7 +20,7 @@ OPTIONS = ["trainer.max_steps=15", "trainer.eval_every=3", "trainer.keep_last=2"
 
 
 def _command(run_dir: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "parser.cli.train", "data=tiny", *TINY_MODEL, *QUIET, *OPTIONS,
+    return [sys.executable, "-m", "parser.cli.train", *TINY_DATA, *TINY_MODEL, *QUIET, *OPTIONS,
             "trainer.num_threads=1", f"hydra.run.dir={run_dir}", *extra]
 
 
