@@ -14,11 +14,11 @@ from parser.constraints import EstimateOptions, estimated_set, load_constraints
 from parser.data.conllu_io import Sentence
 from parser.data.vocab import Vocabularies
 from parser.inference import load_parser
-from parser.models import TreesOnly
+from parser.models import ParserModel, TreesOnly
 from parser.objectives import TermSpec, build_objective, resolve_terms
 from parser.runtime.checkpoint import CheckpointError
 
-__all__ = ["build_training_objective", "teacher_vocabularies"]
+__all__ = ["build_training_objective", "load_teacher"]
 
 log = logging.getLogger(__name__)
 
@@ -41,10 +41,12 @@ def build_training_objective(
     vocabs: Vocabularies,
     labeled: Sequence[Sentence],
     device: torch.device | str,
+    loaded_teacher: tuple[ParserModel, Vocabularies] | None = None,
 ):
     """``build_objective(terms)`` with what the terms' kinds need loaded here (the objectives
     never read files): the constraint set named by the first term that needs ``constraints``,
-    the frozen teacher of the terms that need a ``teacher`` (all must name the same checkpoint)."""
+    the frozen teacher of the terms that need a ``teacher`` (all must name the same checkpoint;
+    ``loaded_teacher``: that checkpoint as :func:`load_teacher` read it, not read again)."""
     terms = _unset_as_none(terms) if OmegaConf.is_config(terms) else dict(terms)
     constraints = teacher = None
     resolved = resolve_terms(terms)
@@ -56,19 +58,22 @@ def build_training_objective(
         if "constraints" in term.kind.needs and constraints is None:
             constraints = _load_constraint_set(term, vocabs=vocabs, labeled=labeled)
         if "teacher" in term.kind.needs and teacher is None:
-            teacher = _load_teacher(term, vocabs=vocabs, device=device)
+            teacher = _frozen_teacher(term, loaded_teacher or load_teacher(terms, device=device),
+                                      vocabs=vocabs)
     return build_objective(terms, constraints=constraints, teacher=teacher)
 
 
-def teacher_vocabularies(terms: Mapping[str, Any]) -> Vocabularies | None:
-    """The vocabularies of the run's teacher checkpoint (None: no term needs a teacher). A new
-    student takes them, so that a teacher trained without the unlabeled text (a distillation
-    corpus, the training file read again) reads the student's batches word for word."""
+def load_teacher(terms: Mapping[str, Any], *, device: torch.device | str) -> tuple[ParserModel, Vocabularies] | None:
+    """The model and vocabularies of the run's teacher checkpoint (None: no term names one). A
+    new student takes the vocabularies, so that a teacher trained without the unlabeled text (a
+    distillation corpus, the training file read again) reads the student's batches word for word."""
     terms = _unset_as_none(terms) if OmegaConf.is_config(terms) else dict(terms)
     for term in resolve_terms(terms):
-        if "teacher" in term.kind.needs and term.options.checkpoint:
+        if "teacher" in term.kind.needs:
+            if not term.options.checkpoint:
+                raise ValueError(f"objective term {term.name!r} ({term.kind.name}): set its checkpoint= (the teacher)")
             try:
-                return load_parser(term.options.checkpoint, device="cpu")[1]
+                return load_parser(term.options.checkpoint, device=device)[:2]
             except CheckpointError as error:
                 raise CheckpointError(f"objective.terms.{term.name}.checkpoint: {error}") from error
     return None
@@ -99,18 +104,13 @@ def _load_constraint_set(term: TermSpec, *, vocabs: Vocabularies, labeled: Seque
     return load_constraints("oracle", upos_names, heads=heads, upos=upos, top_k=int(term.options.top_k))
 
 
-def _load_teacher(term: TermSpec, *, vocabs: Vocabularies, device: torch.device | str) -> TreesOnly:
-    checkpoint = term.options.checkpoint
-    if not checkpoint:
-        raise ValueError(f"objective term {term.name!r} ({term.kind.name}): set its checkpoint= (the teacher)")
-    try:
-        teacher, teacher_vocabs, _ = load_parser(checkpoint, device=device)
-    except CheckpointError as error:
-        raise CheckpointError(f"objective.terms.{term.name}.checkpoint: {error}") from error
+def _frozen_teacher(term: TermSpec, loaded: tuple[ParserModel, Vocabularies], *,
+                    vocabs: Vocabularies) -> TreesOnly:
+    teacher, teacher_vocabs = loaded
     if teacher_vocabs.state_dict() != vocabs.state_dict():
         raise ValueError(
-            f"objective term {term.name!r}: the teacher {checkpoint} was trained with other "
-            "vocabularies than this run (resumed or model.init: the student's are its own); "
+            f"objective term {term.name!r}: the teacher {term.options.checkpoint} was trained with "
+            "other vocabularies than this run (resumed or model.init: the student's are its own); "
             "warm-start from a student of this teacher, or start afresh"
         )
     for parameter in teacher.parameters():

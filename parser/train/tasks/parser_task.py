@@ -20,7 +20,7 @@ from parser.inference.loading import load_parser
 from parser.models.parser_model import ParserModel, build_parser, layers_of, reads_own_tags
 from parser.runtime.errors import NonFiniteError
 from parser.train.final import evaluate_split, format_scores, restore_best
-from parser.train.objective import build_training_objective, teacher_vocabularies
+from parser.train.objective import build_training_objective, load_teacher
 from parser.train.task import DevScore, FinalReport, StepLoss, TaskContext
 from parser.train.training_data import TrainingData, load_training_data
 
@@ -38,8 +38,10 @@ class ParserTask:
         resumed = context.resumed
         start = _warm_start(cfg.model.init, device=self.device) if cfg.model.init and not resumed \
             else None
+        # a new student reads with its teacher's vocabularies (the teacher is read once, here)
+        teacher = None if resumed or start else load_teacher(cfg.objective.terms, device=self.device)
         vocabs = (Vocabularies.from_state_dict(resumed["vocabs"]) if resumed
-                  else start[1] if start else _teacher_vocabularies(cfg))
+                  else start[1] if start else _teacher_vocabularies(cfg, teacher))
         self.data: TrainingData = load_training_data(
             cfg.data, seed=cfg.trainer.seed, vocabs=vocabs, num_replicas=dist.world_size,
             rank=dist.rank, objective_terms=cfg.objective.terms,
@@ -64,7 +66,8 @@ class ParserTask:
                                  f"was trained with") from None
             log.info("model.init: weights and vocabularies from %s", cfg.model.init)
         objective = build_training_objective(
-            cfg.objective.terms, vocabs=self.vocabs, labeled=self.data.labeled, device=self.device
+            cfg.objective.terms, vocabs=self.vocabs, labeled=self.data.labeled, device=self.device,
+            loaded_teacher=teacher,
         )
         for kind in self.data.stream.keep_only(objective.streams(), names=objective.names):
             log.info("no objective term reads %s batches: that stream is not drawn", kind)
@@ -174,12 +177,12 @@ class ParserTask:
                         missing, unexpected)
 
 
-def _teacher_vocabularies(cfg) -> Vocabularies | None:
-    """A new student's vocabularies: its teacher's, if a term has one (a warning names the layers
+def _teacher_vocabularies(cfg, teacher: tuple[ParserModel, Vocabularies] | None) -> Vocabularies | None:
+    """A new student's vocabularies: its teacher's, if it has one (a warning names the layers
     the run asks for that the teacher has no classes for: the student cannot predict them)."""
-    vocabs = teacher_vocabularies(cfg.objective.terms)
-    if vocabs is None:
+    if teacher is None:
         return None
+    vocabs = teacher[1]
     log.info("vocabularies from the teacher: %d words, layers %s", len(vocabs.words), sorted(vocabs.layers) or "none")
     missing = sorted({layer.name for layer in layers_of(cfg.model)} - set(vocabs.layers))
     if missing:
