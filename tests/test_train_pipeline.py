@@ -8,9 +8,11 @@ import json
 import pytest
 
 from parser.cli.evaluate_raw import evaluate_raw_text
-from parser.cli.train_pipeline import load_recipe, main, train_pipeline
+from parser.cli.train_pipeline import _compose, load_recipe, main, train_pipeline
+from parser.config import config_dir, register_configs
 from parser.eval.official import METRICS
 from parser.pipeline import Pipeline
+from parser.tokenize.config import register_tokenizer_configs
 from tests.data.test_treebanks import CODE, FOLDER, lay_out
 
 RECIPE = "tests/fixtures/recipe-tiny.yaml"
@@ -59,8 +61,28 @@ def test_recipes_name_the_two_stages(tmp_path):
     bad.write_text("parser: [experiment=release_cpu]\n")
     with pytest.raises(ValueError, match="two lists of override strings"):
         load_recipe(str(bad))
-    with pytest.raises(ValueError, match="release_cpu, release_gpu"):
+    with pytest.raises(ValueError, match="release_cpu, release_cpu_lean, release_gpu"):
         load_recipe("no_such_recipe")
+
+
+@pytest.mark.parametrize("recipe", sorted(p.stem for p in (config_dir() / "recipe").glob("*.yaml")))
+def test_every_recipe_composes_both_stages(recipe):
+    """A recipe's overrides are checked when a sweep reaches the stage, hours in: here first."""
+    register_tokenizer_configs()
+    register_configs()
+    data = ["data.treebank=en_ewt"]
+    stages = {stage: _compose(stage, [*data, *overrides])
+              for stage, overrides in load_recipe(recipe).items()}
+    assert stages["tokenizer"].data.treebank == stages["parser"].data.treebank == "en_ewt"
+
+
+def test_the_lean_recipe_trains_the_default_model_on_the_release_budget():
+    register_configs()
+    lean = _compose("parser", load_recipe("release_cpu_lean")["parser"])
+    default = _compose("parser", [])
+    release = _compose("parser", load_recipe("release_cpu")["parser"])
+    assert lean.model == default.model
+    assert lean.trainer == release.trainer and lean.data == release.data
 
 
 def test_raw_text_scores_name_rows_of_the_official_table(tmp_path):
