@@ -16,7 +16,9 @@ probability of their head: partial annotation), ``random`` (whole sentences) or 
 (``seed=``). ``normalise=true`` (default) divides a sentence's entropy or expected errors by its
 words. ``budget=N`` units of ``unit=words`` (default) or ``unit=sentences`` (whole-sentence
 strategies). ``cap=K``: at most K words of one sentence (word strategies); sentence strategies pass
-over sentences of more than K words. docs/annotation.md explains each choice.
+over sentences of more than K words. ``stratify=length``: the budget shared among sentence lengths
+(1-10, 11-20, 21-30, 31-40, 41+ words) as the pool has them, each share filled by the strategy.
+docs/annotation.md explains each choice.
 
 ``output=``: the annotation file, the selected sentences in pool order: the parser's tree on every
 word but the selected ones, whose HEAD and DEPREL are ``_`` (the parser's guess in MISC
@@ -67,6 +69,7 @@ OPTIONS = {
     "cap": None,  # at most this many words of one sentence
     "normalise": "true",  # entropy and errors per word of the sentence
     "seed": "0",  # the random strategies' seed
+    "stratify": "none",  # none | length (the budget shared among sentence lengths as in the pool)
     "format": "auto",  # auto | conllu | text | raw (raw: with a pipeline or tokenizer=)
     "tokenizer": None,  # tokenizer checkpoint (parser-train-tokenizer): the pool is raw text
     "tagger": None,  # UPOS tagger checkpoint, for a pool without tags
@@ -94,7 +97,7 @@ def _run(args: dict) -> str:
         unit=str(args["unit"]),
         cap=None if args["cap"] in (None, "none") else _number(args["cap"], option="cap"),
         normalise=parse_bool(args["normalise"], option="normalise"),
-        seed=_number(args["seed"], option="seed", least=0))
+        seed=_number(args["seed"], option="seed", least=0), stratify=str(args["stratify"]))
     pipeline = args["pipeline"] or (args["checkpoint"] if str(args["checkpoint"]).endswith(
         ".pipeline") else None)
     if not pipeline and not args["checkpoint"]:

@@ -107,6 +107,7 @@ class SelectionReport:
                 f"{self.written_sentences} sentences; strategy={options.strategy}, "
                 f"budget={options.budget} {options.unit}"
                 + (f", cap={options.cap}" if options.cap else "")
+                + (f", stratify={options.stratify}" if options.stratify != "none" else "")
                 + f") from {self.sentences} pool sentences -> {output}")
         if self.unreadable:
             text += (f"; {self.unreadable} unreadable pool sentences skipped (first: "

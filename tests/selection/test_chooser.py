@@ -9,9 +9,12 @@ import pytest
 
 from parser.inference.confidence import SentenceConfidence
 from parser.inference.selection import (
+    LENGTH_BINS,
     Chooser,
     SelectOptions,
     asked_words,
+    length_bin,
+    quotas,
     sentence_score,
     word_scores,
 )
@@ -29,7 +32,8 @@ def _pool(count: int, *, seed: int, longest: int = 12) -> list[SentenceConfidenc
 
 
 def _naive(pool: list[SentenceConfidence], options: SelectOptions) -> list[tuple[int, int | None]]:
-    """Every unit scored and sorted, then the greedy fill: ``(position, word or None)``."""
+    """Every unit scored and sorted, then the greedy fill (stratified: each length bin's quota
+    first, then the rest): ``(position, word or None)``, best first."""
     units = []
     for position, sure in enumerate(pool):
         n = len(sure.head_probs)
@@ -42,12 +46,23 @@ def _naive(pool: list[SentenceConfidence], options: SelectOptions) -> list[tuple
             units.append((sentence_score(sure, strategy=options.strategy,
                                          normalise=options.normalise), position, None, size))
     units.sort(key=lambda u: (-u[0], u[1], u[2] or 0))
-    chosen, left = [], options.budget
+    chosen, left = set(), options.budget
+    if options.stratify == "length":
+        amounts = [0] * (len(LENGTH_BINS) + 1)
+        for sure in pool:
+            n = len(sure.head_probs)
+            amounts[length_bin(n)] += 1 if options.unit == "sentences" else n
+        quota = quotas(options.budget, amounts)
+        for _, position, word, size in units:
+            bin_ = length_bin(len(pool[position].head_probs))
+            if size <= min(quota[bin_], left):
+                chosen.add((position, word))
+                quota[bin_], left = quota[bin_] - size, left - size
     for _, position, word, size in units:
-        if size <= left:
-            chosen.append((position, word))
+        if (position, word) not in chosen and size <= left:
+            chosen.add((position, word))
             left -= size
-    return chosen
+    return [(position, word) for _, position, word, _ in units if (position, word) in chosen]
 
 
 def _chosen(pool, options):
@@ -87,6 +102,37 @@ def test_the_bounded_choice_is_the_full_sort_and_obeys_budget_and_cap(strategy, 
         assert all(u.length <= cap for u in units)
 
 
+@pytest.mark.parametrize("strategy, unit, cap", [
+    ("entropy", "sentences", None), ("errors", "words", None), ("entropy", "words", 30),
+    ("words", "words", None), ("words", "words", 2),
+])
+@pytest.mark.parametrize("budget", [1, 9, 60, 400])
+def test_a_stratified_choice_is_the_full_sort_filled_bin_by_bin(strategy, unit, cap, budget):
+    pool = _pool(150, seed=budget + 1, longest=55)
+    options = SelectOptions(strategy, budget, unit=unit, cap=cap, stratify="length")
+    units = _chosen(pool, options)
+    assert [(u.position, u.word) for u in units] == _naive(pool, options)
+    assert [u.score for u in units] == sorted((u.score for u in units), reverse=True)
+    assert (len(units) if unit == "sentences" else asked_words(units)) <= budget
+
+
+@pytest.mark.parametrize("strategy", ["words", "random_words"])
+def test_single_words_fill_each_length_bins_quota_exactly(strategy):
+    """With candidates enough in every bin, each bin gets its share of the pool's words."""
+    pool = _pool(400, seed=11, longest=60)
+    budget = 200
+    units = _chosen(pool, SelectOptions(strategy, budget, stratify="length"))
+    amounts = [0] * (len(LENGTH_BINS) + 1)
+    for sure in pool:
+        amounts[length_bin(len(sure.head_probs))] += len(sure.head_probs)
+    taken = [0] * len(amounts)
+    for u in units:
+        taken[length_bin(u.length)] += 1
+    assert taken == quotas(budget, amounts) and sum(taken) == budget
+    plain = _chosen(pool, SelectOptions(strategy, budget))
+    assert [u.position for u in plain] != [u.position for u in units]
+
+
 def test_memory_holds_candidates_of_the_budget_not_the_pool():
     budget = 50
     bound = sum(budget // length for length in range(1, budget + 1))
@@ -98,6 +144,16 @@ def test_memory_holds_candidates_of_the_budget_not_the_pool():
             chooser.add(position, len(sure.head_probs), sure)
             most = max(most, chooser.kept)
         assert most <= (budget if options.unit == "sentences" or options.per_word else bound)
+    bins = len(LENGTH_BINS) + 1
+    for options in (SelectOptions("entropy", budget, stratify="length"),
+                    SelectOptions("errors", budget, unit="sentences", stratify="length"),
+                    SelectOptions("words", budget, cap=3, stratify="length")):
+        chooser = Chooser(options)
+        most = 0
+        for position, sure in enumerate(_pool(20_000, seed=5, longest=60)):
+            chooser.add(position, len(sure.head_probs), sure)
+            most = max(most, chooser.kept)
+        assert most <= (bins * budget if options.unit == "sentences" or options.per_word else bound)
 
 
 def test_random_strategies_are_reproducible_samples():
@@ -127,6 +183,7 @@ def test_a_sentence_not_parsed_is_never_chosen():
     ({"strategy": "margin", "budget": 3}, "strategy=margin"),
     ({"strategy": "entropy", "budget": 0}, "budget=0"),
     ({"strategy": "entropy", "budget": 3, "cap": 0}, "cap=0"),
+    ({"strategy": "words", "budget": 3, "stratify": "genre"}, "stratify=genre"),
 ])
 def test_bad_options_are_refused(options, message):
     with pytest.raises(ValueError, match=message):

@@ -15,6 +15,7 @@ from parser.cli.select import main as select_main
 from parser.data.conllu_io import read_conllu
 from parser.data.conllu_stream import stream_tokenized
 from parser.inference import Annotator, load_parser
+from parser.inference.selection import LENGTH_BINS, length_bin, quotas
 from tests.inference.helpers import model_output
 from tests.structs.brute import enumerate_distribution
 
@@ -115,6 +116,23 @@ def test_sentence_selection_fills_a_word_budget_without_a_sentence_over_the_cap(
     assert not {t.metadata["sent_id"] for t in rest} & {t.metadata["sent_id"] for t in chosen}
 
 
+def test_a_stratified_selection_shares_the_budget_among_lengths_as_the_pool(
+        select_checkpoint, fixtures, tmp_path, capsys):
+    pool = fixtures / "tiny-train.conllu"
+    out = tmp_path / "sel.conllu"
+    assert _select(select_checkpoint, pool, out, "strategy=words", "budget=12",
+                   "stratify=length") == 0
+    assert "stratify=length" in capsys.readouterr().out
+    amounts = [0] * (len(LENGTH_BINS) + 1)
+    for tokens in conllu.parse(pool.read_text(encoding="utf-8")):
+        amounts[length_bin(len(_words(tokens)))] += len(_words(tokens))
+    assert sum(a > 0 for a in amounts) >= 2  # the fixture has lengths in more than one bin
+    taken = [0] * len(amounts)
+    for tokens in conllu.parse(out.read_text(encoding="utf-8")):
+        taken[length_bin(len(_words(tokens)))] += len(tokens.metadata["selected_words"].split(","))
+    assert taken == quotas(12, amounts)
+
+
 def test_random_selection_is_reproducible(select_checkpoint, fixtures, tmp_path):
     texts = []
     for run in ("a", "b"):
@@ -151,7 +169,8 @@ def test_bad_options_are_named(select_checkpoint, fixtures, tmp_path, capsys):
     pool = fixtures / "tiny-dev.conllu"
     for options, message in ((["strategy=words", "unit=sentences", "budget=3"], "budget is in words"),
                              (["strategy=margin", "budget=3"], "strategy=margin"),
-                             (["budget=-1"], "budget=-1")):
+                             (["budget=-1"], "budget=-1"),
+                             (["budget=3", "stratify=genre"], "stratify=genre")):
         assert _select(select_checkpoint, pool, tmp_path / "x.conllu", *options) == 2
         assert message in capsys.readouterr().err
 
