@@ -3,6 +3,9 @@ UDPipe 1's (``experiments/udpipe_release.py``), UDPipe 2's published figures and
 shared task's best LAS.
 
     PYTHONPATH=. python experiments/ud_release_table.py --sweep $RUNS/release --udpipe $RUNS/udpipe
+    # and two recipes against each other: this sweep - another one (with its rescored folder)
+    PYTHONPATH=. python experiments/ud_release_table.py --sweep $RUNS/lean --udpipe $RUNS/udpipe \
+        --against $RUNS/release --against-rescored $RUNS/rescored --against-name release_cpu
 
 Printed: the sweep's own table (segmentation, UPOS, UAS/LAS, gold-token UAS/LAS, training
 minutes) with UDPipe 1's LAS and the CoNLL 2018 best LAS beside it; then, from raw text, a table
@@ -79,8 +82,39 @@ def rescored(results: list[dict], folder: Path | None) -> list[dict]:
     return out
 
 
+def sweep_results(sweeps: list[Path], rescore: Path | None = None) -> list[dict]:
+    return rescored([r for sweep in sweeps for r in read_json(sweep, "*/result.json")], rescore)
+
+
+def against_table(sweeps: list[Path], other: list[Path], *, rescore: Path | None,
+                  other_rescore: Path | None, name: str) -> str:
+    """Ours - another sweep's raw-text F1 (two recipes on the same treebanks), with the parser
+    stage's training minutes of each (its ``done.json`` beside the pipeline file)."""
+    ours, theirs = sweep_results(sweeps, rescore), sweep_results(other, other_rescore)
+    train_sentences = {r["treebank"]: r["train_sentences"] for r in ours}
+
+    def parser_minutes(results: list[dict]) -> dict[str, float]:
+        done = {r["treebank"]: Path(r["pipeline"]).parent / "parser" / "done.json" for r in results}
+        return {code: json.loads(path.read_text(encoding="utf-8"))["seconds"] / 60
+                for code, path in done.items() if path.is_file()}
+
+    minutes, their_minutes = parser_minutes(ours), parser_minutes(theirs)
+    lines = [(f"Differences with {name}, from raw text (F1 points); then the parser stage's "
+              "training minutes of each:"), "",
+             difference_table({r["treebank"]: r.get("raw") or {} for r in ours},
+                              {r["treebank"]: r.get("raw") or {} for r in theirs},
+                              train_sentences=train_sentences, baseline_name=name,
+                              metrics=["UPOS", "Lemmas", "UFeats", "UAS", "LAS", "MLAS", "BLEX"]),
+             "", f"| treebank | parser training min, ours | parser training min, {name} |",
+             "| --- | ---: | ---: |"]
+    lines += [f"| {code} | " + " | ".join(f"{m[code]:.1f}" if code in m else ""
+                                          for m in (minutes, their_minutes)) + " |"
+              for code in train_sentences]
+    return "\n".join(lines)
+
+
 def table(sweeps: list[Path], udpipe: Path, rescore: Path | None = None) -> str:
-    ours = rescored([r for sweep in sweeps for r in read_json(sweep, "*/result.json")], rescore)
+    ours = sweep_results(sweeps, rescore)
     baseline = {r["code"]: r for r in read_json(udpipe, "*.json") if "skipped" not in r}
     codes = [r["treebank"] for r in ours]
     extra = {
@@ -119,8 +153,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rescored", type=Path, default=None,
                         help="a folder of <code>-eval/ parser-evaluate outputs replacing the "
                              "sweep's raw-text scores of those treebanks")
+    parser.add_argument("--against", type=Path, nargs="+", default=None,
+                        help="another recipe's sweep(s): print ours - theirs too")
+    parser.add_argument("--against-rescored", type=Path, default=None,
+                        help="the --rescored folder of the --against sweeps")
+    parser.add_argument("--against-name", default="the other sweep")
     args = parser.parse_args(argv)
     print(table(args.sweep, args.udpipe, args.rescored))
+    if args.against:
+        print("\n" + against_table(args.sweep, args.against, rescore=args.rescored,
+                                    other_rescore=args.against_rescored, name=args.against_name))
     return 0
 
 

@@ -168,3 +168,21 @@ def test_sweeps_are_merged_and_a_rescored_treebank_replaces_its_raw_scores(tmp_p
     assert _cells(lemmas, "hu_szeged")[4] == f"{60.0 + index:.2f}"  # as the sweep scored it
     assert _cells(lemmas, "ta_ttb")[4] == f"{40.0 + index:.2f}"  # the rescored figure
     assert "en_pud" in text and "killed" not in text  # hu_szeged ran in the other sweep
+
+
+def test_two_recipes_are_compared_treebank_by_treebank_with_their_parser_minutes(tmp_path):
+    lean, grid = tmp_path / "lean", tmp_path / "grid"
+    for sweep, base, seconds in ((lean, 61.0, 600), (grid, 60.0, 1500)):
+        for code in ("hu_szeged", "kk_ktb"):
+            (sweep / code / "parser").mkdir(parents=True)
+            result = {**_ours(code, 910 if code == "hu_szeged" else 31, _every_metric(base)),
+                      "pipeline": str(sweep / code / f"{code}.pipeline")}
+            (sweep / code / "result.json").write_text(json.dumps(result))
+            (sweep / code / "parser" / "done.json").write_text(json.dumps({"seconds": seconds}))
+    text = ud_release_table.against_table([lean], [grid], rescore=None, other_rescore=None,
+                                          name="release_cpu")
+    differences, minutes = text.split("| treebank | parser training min", 1)
+    assert _cells(differences, "hu_szeged")[0] == "910"
+    assert _cells(differences, "hu_szeged")[1:] == ["+1.00"] * 7  # UPOS ... BLEX, ours - theirs
+    assert _cells(differences, "macro average, >= 400 training sentences (1)")[1:] == ["+1.00"] * 7
+    assert _cells(minutes, "kk_ktb") == ["10.0", "25.0"]
