@@ -47,18 +47,20 @@ def test_a_dry_run_plans_every_arm_round_and_budget_and_writes_nothing(root, tmp
     selects = [line for line in lines if line.startswith("$ python -m parser.cli.select ")]
     trains = [line for line in lines if line.startswith("$ python -m parser.cli.train ")]
     assert sum(line.startswith("# prepare: 5 seed trees") for line in lines) == 2
-    assert sum(line.startswith("# fill_selected(") for line in lines) == 20
-    # per seed: the shared round 0, 4 likelihood arms x 2 rounds, teacher + student x 3 rounds
-    assert len(selects) == 5 * 2 * 2 and len(trains) == 2 * (1 + 4 * 2 + 2 * 3)
-    assert lines[-1] == f"# {2 + 20 + 20 + 30} steps to run"
+    assert sum(line.startswith("# fill_selected(") for line in lines) == 24
+    # per seed: the shared round 0, 5 likelihood arms x 2 rounds, teacher + student x 3 rounds
+    assert len(selects) == 6 * 2 * 2 and len(trains) == 2 * (1 + 5 * 2 + 2 * 3)
+    assert lines[-1] == f"# {2 + 24 + 24 + 34} steps to run"
     for arm, strategy in [("random", "random"), ("entropy", "entropy"), ("words", "words"),
-                          ("words_stratified", "words"), ("words_selftrain", "words")]:
+                          ("words_stratified", "words"), ("words_no_rules", "words"),
+                          ("words_selftrain", "words")]:
         mine = [line for line in selects if f"/{arm}/r" in line.split("output=")[1].split()[0]]
         assert len(mine) == 4
         for line in mine:
             assert f"strategy={strategy} unit=words" in line and "budget=25 max_words=120" in line
-            assert ("cap=3" in line) == (arm in ("words", "words_stratified", "words_selftrain"))
+            assert ("cap=3" in line) == arm.startswith("words")
             assert ("stratify=length" in line) == (arm == "words_stratified")
+            assert ("ud_rules=none" in line) == (arm == "words_no_rules")
     random_seeds = sorted(re.search(r" seed=(\d+)", line)[1] for line in selects
                           if "strategy=random" in line)
     assert random_seeds == ["1001", "1002", "2001", "2002"]
@@ -101,7 +103,7 @@ def test_a_dry_run_after_the_steps_are_done_plans_nothing(root, tmp_path, capsys
         step.done.parent.mkdir(parents=True, exist_ok=True)
         step.done.write_text("{}")
     lines = _dry_run(root, out, capsys)
-    assert lines[-1] == f"# {2 + 20 + 20 + 30 - 8} steps to run"
+    assert lines[-1] == f"# {2 + 24 + 24 + 34 - 8} steps to run"
     s1 = out / "xx_one" / "s1"
     assert not any(line.startswith("# prepare") and f"{s1}/" in line for line in lines)
     assert not any(f"hydra.run.dir={s1 / 'r0' / 'run'}" in line or f"{s1 / 'random'}/" in line
