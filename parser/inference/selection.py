@@ -28,7 +28,9 @@ remainders), each quota is filled in rank order with its bin's units, then what 
 use goes to the best units left of any bin. Why: the most uncertain words sit in long sentences,
 and a selection of them alone leaves the short sentences, most of a web treebank's test words,
 unseen (experiments/results/annotation_sim.md: on en_ewt the marginal-words arm lost 2.8 LAS on
-test sentences of 1-10 words to random sentences and gained 1.1 on those of 41+).
+test sentences of 1-10 words to random sentences and gained 1.1 on those of 41+). It did not
+mend that arm (-1.1 LAS more after one round): there the budget went to heads the UD rules force,
+which selecting with ``ud_rules=none`` avoids (the same file).
 
 Memory is bounded by the budget, not the pool (:class:`Chooser`): a sentence budget of ``k`` keeps
 the ``k`` best sentences; a word budget ``B`` of whole sentences keeps, per length ``L``, the best
