@@ -15,56 +15,40 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
-BINS = ("1-10", "11-20", "21-30", "31-40", "41+")
+import conllu
+
+from parser.inference.selection import length_bin
+
+BINS = ("1-10", "11-20", "21-30", "31-40", "41+")  # the names of selection.LENGTH_BINS' bins
 
 
-def blocks(path: Path) -> Iterator[tuple[dict[str, str], list[list[str]]]]:
-    """``(comments, word rows)`` of each sentence of a CoNLL-U file (integer ids only)."""
-    comments: dict[str, str] = {}
-    rows: list[list[str]] = []
-    with open(path, encoding="utf-8") as lines:
-        for line in lines:
-            if not line.strip():
-                if rows:
-                    yield comments, rows
-                comments, rows = {}, []
-            elif line.startswith("#"):
-                key, _, value = line[1:].partition("=")
-                comments[key.strip()] = value.strip()
-            else:
-                columns = line.rstrip("\n").split("\t")
-                if columns[0].isdigit():
-                    rows.append(columns)
-    if rows:
-        yield comments, rows
-
-
-def length_bin(length: int) -> str:
-    return BINS[min((length - 1) // 10, len(BINS) - 1)]
+def words(tokens: conllu.TokenList) -> list[conllu.Token]:
+    return [t for t in tokens if isinstance(t["id"], int)]
 
 
 def profile(select: Path, gold: Path) -> dict:
-    heads = {comments.get("sent_id"): [row[6] for row in rows] for comments, rows in blocks(gold)}
+    with open(gold, encoding="utf-8") as lines:
+        heads = {tokens.metadata.get("sent_id"): [t["head"] for t in words(tokens)]
+                 for tokens in conllu.parse_incr(lines)}
     upos, lengths = Counter(), Counter()
-    words = right = 0
+    asked = right = 0
     head_prob = 0.0
-    for comments, rows in blocks(select):
-        chosen = ({int(w) for w in comments["selected_words"].split(",")}
-                  if "selected_words" in comments else {int(row[0]) for row in rows})
-        for row in rows:
-            if int(row[0]) not in chosen:
-                continue
-            misc = dict(item.split("=", 1) for item in row[9].split("|") if "=" in item)
-            words += 1
-            upos[row[3]] += 1
-            lengths[length_bin(len(rows))] += 1
-            head_prob += float(misc["HeadProb"])
-            right += misc.get("PredHead") == heads[comments["sent_id"]][int(row[0]) - 1]
-    return {"words": words, "upos": upos, "lengths": lengths, "head_prob": head_prob / words,
-            "right": right / words}
+    with open(select, encoding="utf-8") as lines:
+        for tokens in conllu.parse_incr(lines):
+            rows = words(tokens)
+            chosen = ({int(w) for w in tokens.metadata["selected_words"].split(",")}
+                      if "selected_words" in tokens.metadata else {t["id"] for t in rows})
+            for t in (t for t in rows if t["id"] in chosen):
+                misc = t["misc"] or {}
+                asked += 1
+                upos[t["upos"]] += 1
+                lengths[BINS[length_bin(len(rows))]] += 1
+                head_prob += float(misc["HeadProb"])
+                right += int(misc["PredHead"]) == heads[tokens.metadata["sent_id"]][t["id"] - 1]
+    return {"words": asked, "upos": upos, "lengths": lengths, "head_prob": head_prob / asked,
+            "right": right / asked}
 
 
 def report(select: Path, result: dict) -> str:
