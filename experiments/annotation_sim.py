@@ -21,14 +21,18 @@ annotated so far (``data.partial_trees=true``). Arms (``--arms``):
 - ``words_no_rules``: ``words`` read from the parser's own tree (``ud_rules=none``: the maximum
   spanning tree, no UD validator rules), after the en_ewt result: with the rules, the pre-filled
   heads the rules force (marginal about 0) fill the budget on a large pool (53-70% punctuation);
-- ``words_selftrain``: ``words``, and each round trained as docs/annotation.md says: a likelihood
-  teacher on the arm's annotation, then ``objective=confident_arcs`` with the remaining pool as
-  ``data.unlabeled_file`` (round 0 too: its first selection is the student's).
+- ``words_selftrain``: ``words``, and each round's run a confident-arc student
+  (``objective=confident_arcs``, the remaining pool as ``data.unlabeled_file``) taught by the
+  arm's last model, which it also starts from: the model that chose the round's words marks the
+  arcs it is sure of in the words nobody annotated. Round 0 too (taught by the shared round 0:
+  the arm's first selection is its student's). No separate teacher run (docs/annotation.md
+  trains one on the new trees first): the round's model is already a likelihood run on all but
+  the newest 1,000 words, and a teacher per round would double the arm's cost.
 
 Choices:
 
 - **Warm start.** Round 0 trains from scratch for ``--steps`` steps; every run of a later round
-  (the self-training arm's teacher and student too) starts from the arm's last model
+  (the self-training arm's student too) starts from the arm's last model
   (``model.init``: its weights and vocabularies, a fresh optimiser and schedule) for
   ``--round-steps`` steps, as the issue asks. The vocabularies are round 0's (the seed's): a word
   first seen in a later round's annotation reads as UNK, its characters still count.
@@ -55,8 +59,8 @@ Choices:
 - **Estimated cost of the default** (4 rounds, 3 seeds, 3 treebanks, the 4 arms before
   ``words_stratified`` and ``words_no_rules``, which add about as much as ``words`` each;
   rounds 1-4 at 200
-  warm-started steps, about 5.5 minutes a run): per treebank and seed 2 round-0 runs, 16 round
-  runs, 5 students and 16 selections, about 3.5 core-hours; about 31 core-hours in all. Without
+  warm-started steps, about 5.5 minutes a run): per treebank and seed 1 round-0 run, 12 round
+  runs, 5 students and 16 selections, about 3 core-hours; about 27 core-hours in all. Without
   ``words_selftrain`` (the issue's claim is about ``words`` against ``random``): about 14
   core-hours. The report writes what the finished steps cost, measured.
 
@@ -314,29 +318,20 @@ def train_overrides(code: str, s: Settings, *, seed: int, train_file: Path, run_
 
 
 def train_steps(name: str, folder: Path, code: str, s: Settings, *, seed: int, train_file: Path,
-                unlabeled: Path | None, init: Path | None = None) -> list[Step]:
-    """A likelihood run in ``folder/run``; with ``unlabeled``, a teacher in ``folder/teacher``
-    and the confident-arc student in ``folder/run``. ``init``: the last round's model, which
-    every run of the round starts from (``model.init``, ``--round-steps`` steps)."""
+                unlabeled: Path | None = None, teacher: Path | None = None,
+                init: Path | None = None) -> list[Step]:
+    """A likelihood run in ``folder/run``; with ``unlabeled``, the confident-arc student there
+    instead, ``teacher`` (a checkpoint) marking the arcs. ``init``: the last round's model, which
+    the run starts from (``model.init``, ``--round-steps`` steps)."""
     steps = (s.round_steps or s.steps) if init is not None else s.steps
     warm = (f"model.init={init}",) if init is not None else ()
-    if unlabeled is None:
-        return [command_step(f"{name}/train", folder, "train", train_overrides(
-            code, s, seed=seed, train_file=train_file, run_dir=folder / "run", steps=steps,
-            more=warm), run_dir=folder / "run")]
-    teacher, best = folder / "teacher", folder / "teacher" / "checkpoints" / "best.pt"
-    data = (f"data.unlabeled_file={unlabeled}",)
-    student = (*data, "objective=confident_arcs",
-               f"objective.terms.confident_arcs.checkpoint={best}",
-               f"objective.terms.confident_arcs.warmup={steps // 4}", *warm)
-    return [
-        command_step(f"{name}/teacher", folder, "teacher", train_overrides(
-            code, s, seed=seed, train_file=train_file, run_dir=teacher, steps=steps,
-            more=(*data, "objective=likelihood", *warm)), run_dir=teacher),
-        command_step(f"{name}/train", folder, "train", train_overrides(
-            code, s, seed=seed, train_file=train_file, run_dir=folder / "run", steps=steps,
-            more=student), run_dir=folder / "run"),
-    ]
+    more = warm if unlabeled is None else (
+        f"data.unlabeled_file={unlabeled}", "objective=confident_arcs",
+        f"objective.terms.confident_arcs.checkpoint={teacher}",
+        f"objective.terms.confident_arcs.warmup={steps // 4}", *warm)
+    return [command_step(f"{name}/train", folder, "train", train_overrides(
+        code, s, seed=seed, train_file=train_file, run_dir=folder / "run", steps=steps,
+        more=more), run_dir=folder / "run")]
 
 
 def select_step(name: str, folder: Path, arm: str, s: Settings, *, model: Path, pool: Path,
@@ -361,11 +356,14 @@ def chain(code: str, train: Path, seed: int, arm: str, s: Settings) -> list[Step
                   lambda: prepare(train, base, seed=seed, seed_trees=s.seed_trees,
                                   pool_sentences=s.pool_sentences))]
     pool, previous = base / "pool.conllu", None
-    first = base / arm / "r0" if arm in SELF_TRAINED else base / "r0"
-    steps += train_steps(f"{code}/s{seed}/{first.relative_to(base)}", first, code, s, seed=seed,
-                         train_file=base / "seed.conllu",
-                         unlabeled=pool if arm in SELF_TRAINED else None)
-    model = first / "run"
+    steps += train_steps(f"{code}/s{seed}/r0", base / "r0", code, s, seed=seed,
+                         train_file=base / "seed.conllu")
+    self_trained = arm in SELF_TRAINED
+    if self_trained:  # round 0's student, taught by the shared round 0 (its vocabularies too)
+        steps += train_steps(f"{code}/s{seed}/{arm}/r0", base / arm / "r0", code, s, seed=seed,
+                             train_file=base / "seed.conllu", unlabeled=pool,
+                             teacher=base / "r0" / "run" / "checkpoints" / "best.pt")
+    model = (base / arm / "r0" if self_trained else base / "r0") / "run"
     for round_ in range(1, s.rounds + 1):
         folder = base / arm / f"r{round_}"
         name = f"{code}/s{seed}/{arm}/r{round_}"
@@ -375,9 +373,10 @@ def chain(code: str, train: Path, seed: int, arm: str, s: Settings) -> list[Step
                           f"# fill_selected({folder / 'select.conllu'}, {pool}) -> "
                           f"{folder / 'train.conllu'}, {folder / 'pool.conllu'}",
                           _annotate_work(folder, base=base, pool=pool, previous=previous)))
+        last = model / "checkpoints" / "best.pt"  # the student's start, and its teacher
         steps += train_steps(name, folder, code, s, seed=seed, train_file=folder / "train.conllu",
-                             unlabeled=folder / "pool.conllu" if arm in SELF_TRAINED else None,
-                             init=model / "checkpoints" / "best.pt")
+                             unlabeled=folder / "pool.conllu" if self_trained else None,
+                             teacher=last if self_trained else None, init=last)
         pool, previous, model = folder / "pool.conllu", folder / "annotation.json", folder / "run"
     return steps
 

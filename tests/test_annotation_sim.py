@@ -48,9 +48,9 @@ def test_a_dry_run_plans_every_arm_round_and_budget_and_writes_nothing(root, tmp
     trains = [line for line in lines if line.startswith("$ python -m parser.cli.train ")]
     assert sum(line.startswith("# prepare: 5 seed trees") for line in lines) == 2
     assert sum(line.startswith("# fill_selected(") for line in lines) == 24
-    # per seed: the shared round 0, 5 likelihood arms x 2 rounds, teacher + student x 3 rounds
-    assert len(selects) == 6 * 2 * 2 and len(trains) == 2 * (1 + 5 * 2 + 2 * 3)
-    assert lines[-1] == f"# {2 + 24 + 24 + 34} steps to run"
+    # per seed: the shared round 0, 5 likelihood arms x 2 rounds, a student x 3 rounds
+    assert len(selects) == 6 * 2 * 2 and len(trains) == 2 * (1 + 5 * 2 + 3)
+    assert lines[-1] == f"# {2 + 24 + 24 + 28} steps to run"
     for arm, strategy in [("random", "random"), ("entropy", "entropy"), ("words", "words"),
                           ("words_stratified", "words"), ("words_no_rules", "words"),
                           ("words_selftrain", "words")]:
@@ -90,7 +90,13 @@ def test_a_dry_run_plans_every_arm_round_and_budget_and_writes_nothing(root, tmp
     r2 = out / "xx_one" / "s1" / "words_selftrain" / "r2"
     assert f"data.train_file={r2 / 'train.conllu'}" in student
     assert f"data.unlabeled_file={r2 / 'pool.conllu'}" in student
-    assert f"confident_arcs.checkpoint={r2 / 'teacher' / 'checkpoints' / 'best.pt'}" in student
+    # taught by the model it starts from: the arm's last one (round 0's student: the shared r0)
+    r1_best = r2.parent / "r1" / "run" / "checkpoints" / "best.pt"
+    assert f"confident_arcs.checkpoint={r1_best}" in student and f"model.init={r1_best}" in student
+    first = next(line for line in trains if "/words_selftrain/r0/" in line)
+    assert "objective=confident_arcs" in first and "model.init=" not in first
+    assert f"confident_arcs.checkpoint={s1 / 'r0' / 'run' / 'checkpoints' / 'best.pt'}" in first
+    assert not any("/teacher" in line for line in trains)
 
 
 def test_a_dry_run_after_the_steps_are_done_plans_nothing(root, tmp_path, capsys):
@@ -103,7 +109,7 @@ def test_a_dry_run_after_the_steps_are_done_plans_nothing(root, tmp_path, capsys
         step.done.parent.mkdir(parents=True, exist_ok=True)
         step.done.write_text("{}")
     lines = _dry_run(root, out, capsys)
-    assert lines[-1] == f"# {2 + 24 + 24 + 34 - 8} steps to run"
+    assert lines[-1] == f"# {2 + 24 + 24 + 28 - 8} steps to run"
     s1 = out / "xx_one" / "s1"
     assert not any(line.startswith("# prepare") and f"{s1}/" in line for line in lines)
     assert not any(f"hydra.run.dir={s1 / 'r0' / 'run'}" in line or f"{s1 / 'random'}/" in line
