@@ -14,14 +14,16 @@ annotated so far (``data.partial_trees=true``). Arms (``--arms``):
 - ``random``: random whole sentences (``strategy=random``, a word budget);
 - ``entropy``: whole sentences by tree entropy per word (``strategy=entropy``);
 - ``words``: single words by the marginal of their pre-filled head (``strategy=words``, at most
-  ``--cap`` words of a sentence): partial annotation;
+  ``--cap`` words of a sentence), the decoder's tree with the UD rules (``ud_rules=all``, what
+  parser-select did by default when the simulation started): partial annotation;
 - ``words_stratified``: ``words`` with the budget shared among sentence lengths as the pool has
   them (``stratify=length``; the most uncertain words of each length bin), after the seed-1 en_ewt
   result (``words`` lost on short sentences, most of that test set's words);
 - ``words_no_rules``: ``words`` read from the parser's own tree (``ud_rules=none``: the maximum
   spanning tree, no UD validator rules), after the en_ewt result: with the rules, the pre-filled
   heads the rules force (marginal about 0) fill the budget on a large pool (53-70% punctuation);
-- ``words_selftrain``: ``words``, and each round's run a confident-arc student
+- ``words_selftrain``: ``words_no_rules`` (parser-select's default for single words since the
+  first seed), and each round's run a confident-arc student
   (``objective=confident_arcs``, the remaining pool as ``data.unlabeled_file``) taught by the
   arm's last model, which it also starts from: the model that chose the round's words marks the
   arcs it is sure of in the words nobody annotated. Round 0 too (taught by the shared round 0:
@@ -114,10 +116,12 @@ REPO = Path(__file__).resolve().parents[1]
 ARMS = {  # the parser-select options of each arm (the budget, cap and seed are added per round)
     "random": ["strategy=random", "unit=words"],
     "entropy": ["strategy=entropy", "unit=words"],
-    "words": ["strategy=words", "unit=words"],
-    "words_stratified": ["strategy=words", "unit=words", "stratify=length"],
+    # the UD rules named: parser-select's default for strategy=words changed to none after the
+    # first seed (words, words_stratified ran with the checkpoint's rules, all)
+    "words": ["strategy=words", "unit=words", "ud_rules=all"],
+    "words_stratified": ["strategy=words", "unit=words", "stratify=length", "ud_rules=all"],
     "words_no_rules": ["strategy=words", "unit=words", "ud_rules=none"],
-    "words_selftrain": ["strategy=words", "unit=words"],
+    "words_selftrain": ["strategy=words", "unit=words", "ud_rules=none"],
 }
 CAPPED = ("words", "words_stratified", "words_no_rules", "words_selftrain")
 SELF_TRAINED = ("words_selftrain",)

@@ -60,7 +60,8 @@ def test_a_dry_run_plans_every_arm_round_and_budget_and_writes_nothing(root, tmp
             assert f"strategy={strategy} unit=words" in line and "budget=25 max_words=120" in line
             assert ("cap=3" in line) == arm.startswith("words")
             assert ("stratify=length" in line) == (arm == "words_stratified")
-            assert ("ud_rules=none" in line) == (arm == "words_no_rules")
+            assert ("ud_rules=none" in line) == (arm in ("words_no_rules", "words_selftrain"))
+            assert ("ud_rules=all" in line) == (arm in ("words", "words_stratified"))
     random_seeds = sorted(re.search(r" seed=(\d+)", line)[1] for line in selects
                           if "strategy=random" in line)
     assert random_seeds == ["1001", "1002", "2001", "2002"]

@@ -33,7 +33,8 @@ A pool sentence that cannot be read (malformed CoNLL-U) is skipped and counted, 
 by file and line, up to ``max_invalid`` (then the command stops, exit status 2); a sentence of more
 than ``max_words`` words is never selected. ``tagger=``: UPOS for a pool without tags (a parser
 that reads UPOS); ``projective=``, ``attach_to_units=``, ``ud_rules=``, ``label_grid=``: the decoder's
-overrides, as for parser-predict.
+overrides, as for parser-predict, except that ``strategy=words`` selects with ``ud_rules=none``
+unless ``ud_rules=`` is given (:func:`selection_decoder` says why).
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ from parser.runtime.user_files import input_file, output_file
 from parser.tagger.predict import load_tagger
 from parser.tokenize import iter_sentences, load_tokenizer
 
-__all__ = ["OPTIONS", "main"]
+__all__ = ["OPTIONS", "main", "selection_decoder"]
 
 OPTIONS = {
     "checkpoint": None,  # a parser checkpoint, or a pipeline file (*.pipeline)
@@ -80,7 +81,7 @@ OPTIONS = {
     "max_invalid": "1000",  # unreadable pool sentences skipped before the command stops
     "projective": None,
     "attach_to_units": None,
-    "ud_rules": None,
+    "ud_rules": None,  # default: the checkpoint's, none for strategy=words
     "label_grid": None,
 }
 
@@ -130,9 +131,28 @@ def _run(args: dict) -> str:
     return text + (f"; remainder -> {remainder}" if remainder is not None else "")
 
 
+def selection_decoder(args: dict) -> dict:
+    """The decoder overrides of a selection (:func:`parser.cli.predict.decoder_overrides`), with
+    ``ud_rules=none`` for ``strategy=words`` unless ``ud_rules=`` is given: a word is then scored
+    by the marginal of its head in the model's own tree. With the UD rules, the heads they force
+    where the model puts almost no probability (mostly punctuation) score highest and took the
+    whole budget on a large pool, teaching little (experiments/results/annotation_sim.md: on
+    en_ewt, hu_szeged and af_afribooms the selection without rules ended above the one with
+    them); annotators then see the model's maximum spanning tree as context.
+
+    >>> selection_decoder({"strategy": "words", "ud_rules": None, "projective": None,
+    ...                    "attach_to_units": None})["ud_rules"]
+    'none'
+    """
+    overrides = decoder_overrides(args)
+    if overrides["ud_rules"] is None and args["strategy"] == "words":
+        overrides["ud_rules"] = "none"
+    return overrides
+
+
 def _annotator(args: dict, *, pipeline: str | None, name: str):
     """``(Annotator with confidence, tokenizer or None)`` of ``pipeline=`` or ``checkpoint=``."""
-    overrides = decoder_overrides(args)
+    overrides = selection_decoder(args)
     common = {"max_words": _number(args["max_words"], option="max_words")}
     tokens = _number(args["tokens_per_batch"], option="tokens_per_batch")
     if pipeline:

@@ -11,7 +11,9 @@ import pytest
 import torch
 
 from parser.cli.predict import main as predict_main
+from parser.cli.select import OPTIONS as SELECT_OPTIONS
 from parser.cli.select import main as select_main
+from parser.cli.select import selection_decoder
 from parser.data.conllu_io import read_conllu
 from parser.data.conllu_stream import stream_tokenized
 from parser.inference import Annotator, load_parser
@@ -64,13 +66,15 @@ def test_sentence_scores_are_the_enumerated_tree_distribution(select_checkpoint,
             assert float(_misc(t)["HeadProb"]) == pytest.approx(marginal, abs=1e-4)
 
 
+# strategy=words pre-fills (and scores) the model's own tree unless ud_rules= is given
+@pytest.mark.parametrize("rules, parsed_with", [((), "ud_rules=none"), (("ud_rules=all",), "ud_rules=all")])
 def test_word_selection_obeys_budget_and_cap_and_prefills_the_parse(select_checkpoint, fixtures,
-                                                                    tmp_path):
+                                                                    tmp_path, rules, parsed_with):
     pool = fixtures / "tiny-train.conllu"
     out, ranked = tmp_path / "sel.conllu", tmp_path / "ranked.tsv"
-    assert _select(select_checkpoint, pool, out, "strategy=words", "budget=10", "cap=2",
+    assert _select(select_checkpoint, pool, out, "strategy=words", "budget=10", "cap=2", *rules,
                    f"ranked={ranked}", f"remainder={tmp_path / 'rest.conllu'}") == 0
-    assert predict_main([f"checkpoint={select_checkpoint}", f"input={pool}",
+    assert predict_main([f"checkpoint={select_checkpoint}", f"input={pool}", parsed_with,
                          f"output={tmp_path / 'parsed.conllu'}"]) == 0
     parsed = {t.metadata["sent_id"]: t for t in conllu.parse((tmp_path / "parsed.conllu").read_text())}
     chosen = conllu.parse(out.read_text(encoding="utf-8"))
@@ -183,3 +187,11 @@ def test_ranking_reads_the_same_confidence_without_writing_blocks(select_checkpo
     assert ranking.blocks == [""] * len(sentences)
     assert [c.head_probs for c in ranking.confidence] == [c.head_probs for c in full.confidence]
     assert [c.tree_entropy for c in ranking.confidence] == [c.tree_entropy for c in full.confidence]
+
+
+@pytest.mark.parametrize("strategy, given, expected", [
+    ("words", None, "none"), ("words", "all", "all"), ("entropy", None, None),
+    ("errors", None, None), ("random_words", None, None)])
+def test_only_word_selection_turns_the_ud_rules_off_by_default(strategy, given, expected):
+    args = {**SELECT_OPTIONS, "strategy": strategy, "ud_rules": given}
+    assert selection_decoder(args)["ud_rules"] == expected
