@@ -656,7 +656,8 @@ def write_report(out: Path, treebanks: list[tuple[str, Path]], *, seeds: list[in
         reach_lines, reached = reach_rows(curves)
         rows, results = significance_rows(gold, points, arms, rounds)
         text += [f"## {code}", "", curve_table(curves, seeds=len(seeds)), "", *reach_lines, "",
-                 *rows, "", claim(reached, results, rounds=rounds), ""]
+                 *rows, "", *(claim(reached, results, rounds=rounds, arm=arm)
+                              for arm in arms if arm in CAPPED), ""]
         all_curves[code], all_points[code] = curves, points
         record["treebanks"][code] = {"points": [{**asdict(p), "prediction": str(p.prediction)}
                                                 for p in points],

@@ -203,3 +203,16 @@ def test_the_report_tables():
     assert reached["words"] == pytest.approx(800 + 6 / 7 * 990)
     assert rows[3] == f"| words | {reached['words']:,.0f} | {reached['words'] / 2800:.2f} |"
     assert doctest.testmod(sim).failed == 0
+
+
+def test_the_claim_of_a_word_arm():
+    from types import SimpleNamespace
+    reached = {"_target": 66.0, "_baseline_words": 2800, "words_no_rules": 1300.0}
+    results = {("words_no_rules", 2): SimpleNamespace(delta=3.0, p_value=0.01),
+               ("words", 2): SimpleNamespace(delta=-1.0, p_value=0.9)}
+    assert sim.claim(reached, results, rounds=2, arm="words_no_rules") == (
+        "Claim (words_no_rules against random): reaches random's final LAS with 0.46 of its words "
+        "(at most half: yes); at the final budget +3.00 LAS, p = 0.0100 (better, p < 0.05: yes).")
+    assert "not reached (at most half: no)" in sim.claim(reached, results, rounds=2, arm="words")
+    assert sim.claim({}, results, rounds=2, arm="words") == (
+        "Claim (words against random): not all rounds finished.")
