@@ -48,9 +48,10 @@ def test_a_dry_run_plans_every_arm_round_and_budget_and_writes_nothing(root, tmp
     trains = [line for line in lines if line.startswith("$ python -m parser.cli.train ")]
     assert sum(line.startswith("# prepare: 5 seed trees") for line in lines) == 2
     assert sum(line.startswith("# fill_selected(") for line in lines) == 24
-    # per seed: the shared round 0, 5 likelihood arms x 2 rounds, a student x 3 rounds
-    assert len(selects) == 6 * 2 * 2 and len(trains) == 2 * (1 + 5 * 2 + 3)
-    assert lines[-1] == f"# {2 + 24 + 24 + 28} steps to run"
+    # per seed: the shared round 0, 5 likelihood arms x 2 rounds, round 0's student (taught by
+    # the shared round 0), teacher + student x 2 rounds
+    assert len(selects) == 6 * 2 * 2 and len(trains) == 2 * (1 + 5 * 2 + 1 + 2 * 2)
+    assert lines[-1] == f"# {2 + 24 + 24 + 32} steps to run"
     for arm, strategy in [("random", "random"), ("entropy", "entropy"), ("words", "words"),
                           ("words_stratified", "words"), ("words_no_rules", "words"),
                           ("words_selftrain", "words")]:
@@ -91,13 +92,16 @@ def test_a_dry_run_plans_every_arm_round_and_budget_and_writes_nothing(root, tmp
     r2 = out / "xx_one" / "s1" / "words_selftrain" / "r2"
     assert f"data.train_file={r2 / 'train.conllu'}" in student
     assert f"data.unlabeled_file={r2 / 'pool.conllu'}" in student
-    # taught by the model it starts from: the arm's last one (round 0's student: the shared r0)
+    # taught by the round's likelihood teacher; both start from the arm's last model
     r1_best = r2.parent / "r1" / "run" / "checkpoints" / "best.pt"
-    assert f"confident_arcs.checkpoint={r1_best}" in student and f"model.init={r1_best}" in student
+    assert f"confident_arcs.checkpoint={r2 / 'teacher' / 'checkpoints' / 'best.pt'}" in student
+    assert f"model.init={r1_best}" in student
+    teacher = next(line for line in trains if f"hydra.run.dir={r2 / 'teacher'}" in line)
+    assert "objective=" not in teacher and f"model.init={r1_best}" in teacher
     first = next(line for line in trains if "/words_selftrain/r0/" in line)
     assert "objective=confident_arcs" in first and "model.init=" not in first
     assert f"confident_arcs.checkpoint={s1 / 'r0' / 'run' / 'checkpoints' / 'best.pt'}" in first
-    assert not any("/teacher" in line for line in trains)
+    assert not any(f"{s1 / 'words_selftrain' / 'r0' / 'teacher'}" in line for line in trains)
 
 
 def test_a_dry_run_after_the_steps_are_done_plans_nothing(root, tmp_path, capsys):
@@ -110,7 +114,7 @@ def test_a_dry_run_after_the_steps_are_done_plans_nothing(root, tmp_path, capsys
         step.done.parent.mkdir(parents=True, exist_ok=True)
         step.done.write_text("{}")
     lines = _dry_run(root, out, capsys)
-    assert lines[-1] == f"# {2 + 24 + 24 + 28 - 8} steps to run"
+    assert lines[-1] == f"# {2 + 24 + 24 + 32 - 8} steps to run"
     s1 = out / "xx_one" / "s1"
     assert not any(line.startswith("# prepare") and f"{s1}/" in line for line in lines)
     assert not any(f"hydra.run.dir={s1 / 'r0' / 'run'}" in line or f"{s1 / 'random'}/" in line
