@@ -12,8 +12,10 @@ words: joint UPOS, its tags as input), then ``<code>.pipeline`` (+ model card) a
 official CoNLL 2018 F1 of every row (Tokens ... BLEX) from raw text, those from UPOS on from gold
 tokens.
 
-``recipe``: a file of ``configs/recipe/`` by name (``release_cpu``, the default, or
-``release_gpu``) or a path; it lists the overrides of each stage (:func:`load_recipe`). The
+``recipe``: a file of ``configs/recipe/`` by name (``release_cpu``, the default;
+``release_cpu_lean``, its parser the default experiment's lean one: faster to run, less accurate
+on some small treebanks; or ``release_gpu``) or a path; it lists the overrides of each stage
+(:func:`load_recipe`). The
 treebank's files decide the rest (:mod:`parser.data.treebanks`): a treebank without text or
 without a training file is refused; without a dev file the parser carves one from train
 (``data.dev_fraction``) and the tokenizer keeps its last step.
