@@ -4,7 +4,9 @@ frozen KL teacher (what the terms' kinds declare they need) loaded here (the obj
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -18,7 +20,7 @@ from parser.models import ParserModel, TreesOnly
 from parser.objectives import TermSpec, build_objective, resolve_terms
 from parser.runtime.checkpoint import CheckpointError
 
-__all__ = ["build_training_objective", "load_teacher"]
+__all__ = ["build_training_objective", "load_teacher", "taught_from_start"]
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +63,19 @@ def build_training_objective(
             teacher = _frozen_teacher(term, loaded_teacher or load_teacher(terms, device=device),
                                       vocabs=vocabs)
     return build_objective(terms, constraints=constraints, teacher=teacher)
+
+
+def taught_from_start(terms: Mapping[str, Any], init: str | os.PathLike | None) -> list[str]:
+    """The names of the terms whose teacher checkpoint is the file ``init`` (``model.init``): a
+    student that starts at its own teacher, which its teacher's terms then hold where it starts
+    (in issue 46's simulation a confident-arc student warm-started from its teacher barely learned
+    a round's new trees: experiments/annotation_sim.py, ``words_selftrain``)."""
+    if not init:
+        return []
+    terms = _unset_as_none(terms) if OmegaConf.is_config(terms) else dict(terms)
+    start = Path(init).resolve()
+    return [term.name for term in resolve_terms(terms) if "teacher" in term.kind.needs
+            and term.options.checkpoint and Path(term.options.checkpoint).resolve() == start]
 
 
 def load_teacher(terms: Mapping[str, Any], *, device: torch.device | str) -> tuple[ParserModel, Vocabularies] | None:

@@ -8,6 +8,7 @@ import torch
 
 from parser.runtime.checkpoint import load_checkpoint
 from parser.train.loop import Trainer
+from parser.train.objective import taught_from_start
 from tests.train.helpers import tiny_config
 
 STEPS = ["trainer.max_steps=4", "trainer.eval_every=2"]
@@ -40,3 +41,27 @@ def test_a_checkpoint_of_other_sizes_is_refused_naming_the_option(tmp_path):
                 run_dir=tmp_path / "other")
     with pytest.raises(Exception, match="model.init"):
         Trainer(tiny_config(*STEPS, f"model.init={tmp_path / 'missing.pt'}"), run_dir=tmp_path / "x")
+
+
+def test_a_student_warm_started_from_its_own_teacher_is_warned_about(tmp_path, fixtures, caplog):
+    first = Trainer(tiny_config(*STEPS), run_dir=tmp_path / "first")
+    first.fit()
+    start, other = (tmp_path / "first" / "checkpoints" / f"step-0000000{k}.pt" for k in (4, 2))
+    unlabeled = f"data.unlabeled_file={fixtures / 'tiny-dev.conllu'}"
+
+    def student(teacher) -> list[str]:
+        caplog.clear()
+        Trainer(tiny_config(*STEPS, f"model.init={start}", unlabeled, "objective=confident_arcs",
+                            f"objective.terms.confident_arcs.checkpoint={teacher}"),
+                run_dir=tmp_path / f"student-{teacher.stem}")
+        return [r.getMessage() for r in caplog.records if r.levelname == "WARNING"
+                and "checkpoint is model.init" in r.getMessage()]
+
+    assert student(start) == [(
+        "objective.terms.confident_arcs.checkpoint is model.init: the student starts at its "
+        "teacher, whose terms hold it near that start (to learn new trees, train a likelihood "
+        "teacher on them first: docs/annotation.md)")]
+    assert student(other) == []  # another teacher: nothing to say
+    same_file = start.parent / ".." / "checkpoints" / start.name
+    assert taught_from_start({"kl": {"checkpoint": str(start)}}, same_file) == ["kl"]
+    assert taught_from_start({"kl": {"checkpoint": str(start)}}, None) == []

@@ -20,7 +20,7 @@ from parser.inference.loading import load_parser
 from parser.models.parser_model import ParserModel, build_parser, layers_of, reads_own_tags
 from parser.runtime.errors import NonFiniteError
 from parser.train.final import evaluate_split, format_scores, restore_best
-from parser.train.objective import build_training_objective, load_teacher
+from parser.train.objective import build_training_objective, load_teacher, taught_from_start
 from parser.train.task import DevScore, FinalReport, StepLoss, TaskContext
 from parser.train.training_data import TrainingData, load_training_data
 
@@ -65,6 +65,10 @@ class ParserTask:
                                  f"model options ({str(error).splitlines()[0]}); give the options it "
                                  f"was trained with") from None
             log.info("model.init: weights and vocabularies from %s", cfg.model.init)
+            for name in taught_from_start(cfg.objective.terms, cfg.model.init):
+                log.warning("objective.terms.%s.checkpoint is model.init: the student starts at its "
+                            "teacher, whose terms hold it near that start (to learn new trees, train "
+                            "a likelihood teacher on them first: docs/annotation.md)", name)
         objective = build_training_objective(
             cfg.objective.terms, vocabs=self.vocabs, labeled=self.data.labeled, device=self.device,
             loaded_teacher=teacher,
