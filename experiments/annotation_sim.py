@@ -127,6 +127,7 @@ ARMS = {  # the parser-select options of each arm (the budget, cap and seed are 
 }
 CAPPED = ("words", "words_stratified", "words_no_rules", "words_selftrain")
 SELF_TRAINED = ("words_selftrain",)
+SELF_TRAINED_BASE = "words_no_rules"  # the same selection without self-training
 MODEL = ["experiment=release_cpu", "model.upos_input=gold", "model.tag_loss_weight=0",
          "model.layers=[]"]
 MAX_WORDS = 120  # release_cpu's data.max_length: a longer sentence would be annotated, not trained
@@ -669,6 +670,11 @@ def write_report(out: Path, treebanks: list[tuple[str, Path]], *, seeds: list[in
         text += [f"## {code}", "", curve_table(curves, seeds=len(seeds)), "", *reach_lines, "",
                  *rows, "", *(claim(reached, results, rounds=rounds, arm=arm)
                               for arm in arms if arm in CAPPED), ""]
+        if {SELF_TRAINED_BASE, *SELF_TRAINED} <= set(arms):
+            # what self-training on the unannotated words adds to the same selection strategy
+            self_rows, _ = significance_rows(gold, points, list(SELF_TRAINED), rounds,
+                                             baseline=SELF_TRAINED_BASE)
+            text += [*self_rows, ""]
         all_curves[code], all_points[code] = curves, points
         record["treebanks"][code] = {"points": [{**asdict(p), "prediction": str(p.prediction)}
                                                 for p in points],
