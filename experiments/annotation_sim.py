@@ -548,7 +548,8 @@ def curve_table(curves: dict[str, list[tuple[int, float, float, int]]], *, seeds
     lines = ["| arm | " + " | ".join(f"round {r}" for r in rounds) + " |",
              "| --- |" + " ---: |" * len(rounds)]
     for arm, curve in curves.items():
-        cells = {r: f"{las:.2f} ({words:,.0f} words" + (f"; {n} seed{'s' if n > 1 else ''})" if n < seeds else ")")
+        cells = {r: f"{las:.2f} ({words:,.0f} words"
+                 + (f"; {n} seed{'s' if n > 1 else ''})" if n < seeds else ")")
                  for r, words, las, n in curve}
         lines.append(f"| {arm} | " + " | ".join(cells.get(r, "") for r in rounds) + " |")
     return "\n".join(lines)
