@@ -77,7 +77,11 @@ treebank: mean test LAS over seeds per arm and round, with the annotated words; 
 needs to reach the random arm's final LAS, interpolated linearly between rounds; the paired
 bootstrap of each arm against ``random`` at equal budget, seeds pooled per sentence),
 ``annotation_sim.png`` and ``annotation_sim.json``; ``--report`` writes them from the finished
-runs alone. ``--extra`` overrides go to every training run, after the driver's (a smoke test:
+runs alone. Every report first writes the finished rounds into the ledger (``--ledger``, by
+default ``experiments/results/annotation_sim/``, committed; ``sim_ledger.py``) and reports the
+ledger's rounds with them: run folders do not outlive a session on these machines (the first
+seeds' were lost with one), so the seeds of several sessions add up there; the paired bootstrap
+reads the per-sentence counts the ledger keeps. ``--extra`` overrides go to every training run, after the driver's (a smoke test:
 ``--steps 2 --extra model.lstm_hidden=16``).
 """
 
@@ -94,8 +98,11 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+import numpy as np
+import sim_ledger
 
 from parser.data.conllu_io import Sentence
 from parser.data.conllu_stream import stream_conllu
@@ -110,10 +117,12 @@ from parser.data.partial_trees import (
     selected_words,
 )
 from parser.data.treebanks import read_treebank_info
-from parser.eval.significance import compare_runs
+from parser.eval.report import sentence_counts
+from parser.eval.significance import compare_counts
 from parser.runtime.io_atomic import atomic_write
 
 REPO = Path(__file__).resolve().parents[1]
+LEDGER = REPO / "experiments" / "results" / "annotation_sim"  # the finished rounds (sim_ledger.py)
 
 ARMS = {  # the parser-select options of each arm (the budget, cap and seed are added per round)
     "random": ["strategy=random", "unit=words"],
@@ -454,21 +463,11 @@ def pending(chains: list[list[Step]]) -> list[Step]:
     return todo
 
 
-def check_settings(s: Settings, *, write: bool) -> None:
-    """Refuse to go on in ``s.out`` with other values of :data:`FIXED` than its first run's."""
-    path = s.out / "settings.json"
+def fixed_settings(s: Settings) -> dict:
+    """The values of :data:`FIXED`: what a finished step or a ledger's round was made with."""
     mine = {key: value for key, value in asdict(s).items() if key in FIXED}
     mine["extra"] = list(mine["extra"])
-    if path.is_file():
-        before = json.loads(path.read_text(encoding="utf-8"))
-        differ = [f"--{k.replace('_', '-')} {before.get(k)} (now {v})" for k, v in mine.items()
-                  if before.get(k) != v]
-        if differ:
-            raise SystemExit(f"{s.out} was run with {', '.join(differ)}: its finished steps "
-                             "mean other things; use another --out or the same options")
-    elif write:
-        s.out.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(mine, indent=1), encoding="utf-8")
+    return mine
 
 
 # -- the report --------------------------------------------------------------------------------
@@ -476,19 +475,23 @@ def check_settings(s: Settings, *, write: bool) -> None:
 
 @dataclass(frozen=True)
 class Point:
-    """A finished round: its annotated ``words`` (seed trees included) and test LAS."""
+    """A finished round: its annotated ``words`` (seed trees included), test LAS, and its test
+    prediction's sentence counts ``[S, 3]`` (words, heads right, heads and relations right)."""
 
     arm: str
     seed: int
     round: int
     words: int
     las: float
-    prediction: Path
+    counts: np.ndarray = field(repr=False, compare=False)
 
 
-def collect(out: Path, code: str, *, seeds: list[int], arms: list[str], rounds: int) -> list[Point]:
-    """Every finished round of ``code`` (its test run scored, its annotation counted)."""
-    points = []
+def finished_rounds(out: Path, code: str, gold: Path, *, seeds: list[int], arms: list[str],
+                    rounds: int) -> list[dict]:
+    """A ledger record (:mod:`sim_ledger`) of every finished round of ``code`` under ``out``
+    (its test run scored, its annotation counted): the cost of a shared round 0 goes with its
+    folder (``s<seed>/r0``), the seed split's with it."""
+    records = []
     for arm in arms:
         for seed in seeds:
             base = out / code / f"s{seed}"
@@ -499,12 +502,24 @@ def collect(out: Path, code: str, *, seeds: list[int], arms: list[str], rounds: 
                 if not (metrics.is_file() and counted.is_file()):
                     continue
                 count = json.loads(counted.read_text(encoding="utf-8"))
-                scores = json.loads(metrics.read_text(encoding="utf-8"))
-                points.append(Point(arm, seed, round_, count.get("annotated_words",
-                                                                 count.get("seed_words")),
-                                    float(scores["official"]["LAS"]),
-                                    folder / "run" / "test.pred.conllu"))
-    return points
+                scores = json.loads(metrics.read_text(encoding="utf-8"))["official"]
+                sentences = sentence_counts(gold, folder / "run" / "test.pred.conllu").numpy()
+                done = [*folder.glob("*.done.json"), *([] if round_ else [counted])]
+                records.append({
+                    "arm": arm, "seed": seed, "round": round_,
+                    "words": count.get("annotated_words", count.get("seed_words")),
+                    "las": float(scores["LAS"]), "uas": float(scores["UAS"]),
+                    "folder": folder.relative_to(out / code).as_posix(),
+                    "seconds": {path.name.split(".")[0]: json.loads(path.read_text()).get("seconds")
+                                or 0.0 for path in sorted(done)},
+                    "heads": sentences[:, 1].tolist(), "labels": sentences[:, 2].tolist()})
+    return records
+
+
+def to_points(records: list[dict], gold: Path, *, where: str) -> list[Point]:
+    words = sentence_counts(gold, gold).numpy()[:, 0]
+    return [Point(r["arm"], r["seed"], r["round"], r["words"], r["las"],
+                  sim_ledger.counts(r, words, where=where)) for r in records]
 
 
 def mean_curve(points: list[Point], arm: str) -> list[tuple[int, float, float, int]]:
@@ -572,7 +587,7 @@ def reach_rows(curves: dict[str, list[tuple[int, float, float, int]]],
     return lines, {**reached, "_target": target, "_baseline_words": base_words}
 
 
-def significance_rows(gold: Path, points: list[Point], arms: list[str], rounds: int,
+def significance_rows(points: list[Point], arms: list[str], rounds: int,
                       baseline: str = "random") -> tuple[list[str], dict]:
     """Each arm against ``baseline`` at every round (equal budget), paired bootstrap over test
     sentences with the seeds both finished pooled per sentence: markdown rows, and the LAS
@@ -590,8 +605,9 @@ def significance_rows(gold: Path, points: list[Point], arms: list[str], rounds: 
                 continue
             mine = [by[arm, round_, s] for s in seeds]
             theirs = [by[baseline, round_, s] for s in seeds]
-            las = results[arm, round_] = compare_runs(
-                gold, [p.prediction for p in mine], [p.prediction for p in theirs],
+            # each test sentence one unit, its counts summed over the seeds (compare_runs)
+            las = results[arm, round_] = compare_counts(
+                sum(p.counts for p in mine), sum(p.counts for p in theirs),
                 method="bootstrap", samples=10_000, seed=1)["LAS"]
             words = [sum(p.words for p in arm_points) / len(seeds) for arm_points in (mine, theirs)]
             lines.append(f"| {arm} | {round_} | {len(seeds)} | {words[0]:,.0f} / {words[1]:,.0f} | "
@@ -615,12 +631,15 @@ def claim(reached: dict, results: dict, *, rounds: int, arm: str = "words") -> s
             f"{'yes' if won else 'no'}).")
 
 
-def step_seconds(out: Path) -> dict[str, float]:
-    """Seconds of the finished steps under ``out`` by kind (each step one core)."""
+def step_seconds(records: dict[str, list[dict]]) -> dict[str, float]:
+    """Seconds of the finished steps by kind (each step one core), every round folder once
+    (a shared round 0 is a record of every arm)."""
     seconds: dict[str, float] = {}
-    for done in out.rglob("*.done.json"):
-        kind = done.name.split(".")[0]
-        seconds[kind] = seconds.get(kind, 0.0) + (json.loads(done.read_text()).get("seconds") or 0)
+    folders = {(code, r["seed"], r["folder"]): r["seconds"]
+               for code, rs in records.items() for r in rs}
+    for by_kind in folders.values():
+        for kind, sec in by_kind.items():
+            seconds[kind] = seconds.get(kind, 0.0) + sec
     return seconds
 
 
@@ -650,10 +669,34 @@ def plot(path: Path, curves: dict[str, dict[str, list[tuple[int, float, float, i
     plt.close(fig)
 
 
+def gather(out: Path, treebanks: list[tuple[str, Path]], *, seeds: list[int], arms: list[str],
+           rounds: int, ledger: Path | None) -> dict[str, list[dict]]:
+    """Per treebank, the records of the finished rounds under ``out`` and, with ``ledger``, of
+    the ledger too (the run folders' records written into it first: a round in both is the run
+    folder's, and a LAS that differs is printed), those of ``seeds``, ``arms`` and ``rounds``."""
+    gathered = {}
+    for code, gold in treebanks:
+        records = finished_rounds(out, code, gold, seeds=seeds, arms=arms, rounds=rounds)
+        if ledger is not None:
+            path = ledger / f"{code}.jsonl"
+            before = {sim_ledger.key(r): r["las"] for r in sim_ledger.read(path)}
+            for r in records:
+                if sim_ledger.key(r) in before and before[sim_ledger.key(r)] != r["las"]:
+                    print(f"{path}: {sim_ledger.key(r)} was LAS {before[sim_ledger.key(r)]:.2f}, "
+                          f"the run folder's is {r['las']:.2f} (kept)")
+            records = sim_ledger.merge(path, records)
+        gathered[code] = [r for r in records if r["arm"] in arms and r["seed"] in seeds
+                          and r["round"] <= rounds]
+    return gathered
+
+
 def write_report(out: Path, treebanks: list[tuple[str, Path]], *, seeds: list[int],
-                 arms: list[str], rounds: int, budget: int, command: str) -> None:
-    """``annotation_sim.md``, ``.json`` and ``.png`` of the finished rounds under ``out``."""
-    seconds = step_seconds(out)
+                 arms: list[str], rounds: int, budget: int, command: str,
+                 ledger: Path | None = None) -> None:
+    """``annotation_sim.md``, ``.json`` and ``.png`` in ``out``, of the finished rounds under
+    ``out`` and in ``ledger`` (:func:`gather`)."""
+    records = gather(out, treebanks, seeds=seeds, arms=arms, rounds=rounds, ledger=ledger)
+    seconds = step_seconds(records)
     text = ["# Issue 46: what to annotate next, simulated", "", f"Made by: `{command}`", "",
             f"Machine: {platform.platform()}, {os.cpu_count()} cores, one thread per step.", "",
             f"Budget {budget:,} words per round, {rounds} round(s), seeds {seeds}; test LAS is the "
@@ -664,22 +707,23 @@ def write_report(out: Path, treebanks: list[tuple[str, Path]], *, seeds: list[in
             + f" ({sum(seconds.values()) / 3600:.1f} core-hours in all).", ""]
     record, all_curves, all_points = {"seconds": seconds, "treebanks": {}}, {}, {}
     for code, gold in treebanks:
-        points = collect(out, code, seeds=seeds, arms=arms, rounds=rounds)
+        points = to_points(records[code], gold, where=str(ledger or out))
         curves = {arm: mean_curve(points, arm) for arm in arms}
         reach_lines, reached = reach_rows(curves)
-        rows, results = significance_rows(gold, points, arms, rounds)
+        rows, results = significance_rows(points, arms, rounds)
         text += [f"## {code}", "", curve_table(curves, seeds=len(seeds)), "", *reach_lines, "",
                  *rows, "", *(claim(reached, results, rounds=rounds, arm=arm)
                               for arm in arms if arm in CAPPED), ""]
         if {SELF_TRAINED_BASE, *SELF_TRAINED} <= set(arms):
             # what self-training on the unannotated words adds to the same selection strategy
-            self_rows, _ = significance_rows(gold, points, list(SELF_TRAINED), rounds,
+            self_rows, _ = significance_rows(points, list(SELF_TRAINED), rounds,
                                              baseline=SELF_TRAINED_BASE)
             text += [*self_rows, ""]
         all_curves[code], all_points[code] = curves, points
-        record["treebanks"][code] = {"points": [{**asdict(p), "prediction": str(p.prediction)}
+        record["treebanks"][code] = {"points": [{k: v for k, v in asdict(p).items() if k != "counts"}
                                                 for p in points],
                                      "curves": curves, "words_to_reach": reached}
+    out.mkdir(parents=True, exist_ok=True)  # a report of the ledger alone: no run folders here
     (out / "annotation_sim.md").write_text("\n".join(text), encoding="utf-8")
     (out / "annotation_sim.json").write_text(json.dumps(record, indent=1), encoding="utf-8")
     if any(p for ps in all_points.values() for p in ps):
@@ -709,6 +753,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--extra", nargs="*", default=[], help="overrides for every training run")
     parser.add_argument("--dry-run", action="store_true", help="print the steps left; run nothing")
     parser.add_argument("--report", action="store_true", help="only the report, of finished runs")
+    parser.add_argument("--ledger", type=Path, default=LEDGER,
+                        help="the finished rounds kept across sessions (sim_ledger.py); "
+                        "'none': the run folders alone")
     args = parser.parse_args(argv)
     out = args.out.resolve()
     if out.is_relative_to(REPO):
@@ -718,7 +765,12 @@ def main(argv: list[str] | None = None) -> int:
     s = Settings(args.root.resolve(), out, args.rounds, args.budget, args.seed_trees, args.cap,
                  args.steps, args.pool_sentences, tuple(args.extra), args.round_steps)
     infos = [read_treebank_info(s.root, name) for name in args.treebanks]
-    check_settings(s, write=not (args.dry_run or args.report))
+    ledger = None if str(args.ledger) == "none" else args.ledger.resolve()
+    sim_ledger.check_settings(s.out / "settings.json", fixed_settings(s),
+                              write=not (args.dry_run or args.report))
+    if ledger is not None:  # checked before hours of runs, not at their report
+        sim_ledger.check_settings(ledger / "settings.json", fixed_settings(s),
+                                  write=not args.dry_run)
     chains = plan(s, [(info.code, info.files["train"]) for info in infos], args.seeds, args.arms)
     if args.dry_run:
         todo = pending(chains)
@@ -734,7 +786,8 @@ def main(argv: list[str] | None = None) -> int:
     command = " ".join(["python", *sys.argv] if argv is None else
                        ["python experiments/annotation_sim.py", *argv])
     write_report(s.out, [(info.code, info.files["test"]) for info in infos], seeds=args.seeds,
-                 arms=args.arms, rounds=s.rounds, budget=s.budget, command=command)
+                 arms=args.arms, rounds=s.rounds, budget=s.budget, command=command,
+                 ledger=ledger)
     return 0
 
 

@@ -1,7 +1,8 @@
 """``experiments/annotation_sim.py`` (issue 46): the steps a dry run plans on the tiny fixture
 treebank (arms, rounds, budgets, the model each selection reads, the self-training arm's teacher
 and student), a rerun that skips finished steps, a failed step named by its log, the annotation
-accumulated per pool sentence, and the report's pure functions."""
+accumulated per pool sentence, the report's pure functions, and the ledger that keeps finished
+rounds across sessions (a report from the ledger alone equals the run folders')."""
 
 from __future__ import annotations
 
@@ -19,11 +20,18 @@ from parser.data.partial_trees import DEPREL, HEAD, edit_words, read_partial_tre
 from tests.data.test_treebanks import lay_out
 
 REPO = Path(__file__).resolve().parents[1]
-_SPEC = importlib.util.spec_from_file_location("annotation_sim",
-                                               REPO / "experiments" / "annotation_sim.py")
-sim = importlib.util.module_from_spec(_SPEC)
-sys.modules["annotation_sim"] = sim  # dataclasses look their module up by name
-_SPEC.loader.exec_module(sim)
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, REPO / "experiments" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up by name; the sim imports the ledger
+    spec.loader.exec_module(module)
+    return module
+
+
+ledger = _load("sim_ledger")
+sim = _load("annotation_sim")
 
 OPTIONS = ["--treebanks", "xx_one", "--seeds", "1", "2", "--rounds", "2", "--budget", "25",
            "--seed-trees", "5", "--steps", "3", "--round-steps", "2"]
@@ -220,3 +228,67 @@ def test_the_claim_of_a_word_arm():
     assert "not reached (at most half: no)" in sim.claim(reached, results, rounds=2, arm="words")
     assert sim.claim({}, results, rounds=2, arm="words") == (
         "Claim (words against random): not all rounds finished.")
+
+
+def _finished_round(out: Path, folder: str, gold: Path, *, words: int, wrong: int,
+                    counted: str, las: float) -> None:
+    """A finished round by hand: its counted words, and a test prediction with the heads of the
+    first ``wrong`` sentences' first word moved (its metrics file says ``las``)."""
+    run = out / "xx_one" / folder / "run"
+    run.mkdir(parents=True)
+    blocks = []
+    for number, sentence in enumerate(stream_conllu(gold)):
+        lines = sentence.lines
+        if number < wrong:
+            head = sentence.heads[0]
+            lines = edit_words(lines, {1: {HEAD: str(2 if head != 2 else 3)}})
+        blocks.append("\n".join(lines))
+    (run / "test.pred.conllu").write_text("\n\n".join(blocks) + "\n\n")
+    (run / "test.pred.metrics.json").write_text(json.dumps({"official": {"LAS": las, "UAS": las}}))
+    (run.parent / "train.done.json").write_text(json.dumps({"seconds": 60.0}))
+    done = run.parent / counted if counted.startswith("annotate") else run.parents[1] / counted
+    done.write_text(json.dumps({"annotated_words" if counted.startswith("annotate") else
+                                "seed_words": words, "seconds": 6.0}))
+
+
+def test_a_report_from_the_ledger_alone_equals_the_run_folders(root, tmp_path, capsys):
+    gold = root / "UD_Xx-One" / "xx_one-ud-test.conllu"
+    out, kept = tmp_path / "sim", tmp_path / "ledger"
+    _finished_round(out, "s1/r0", gold, words=50, wrong=3, counted="prepare.done.json", las=70.0)
+    _finished_round(out, "s1/random/r1", gold, words=90, wrong=2, counted="annotate.done.json",
+                    las=80.0)
+    _finished_round(out, "s1/words_no_rules/r1", gold, words=95, wrong=0,
+                    counted="annotate.done.json", las=90.0)
+    options = ["--root", str(root), "--treebanks", "xx_one", "--seeds", "1", "--rounds", "1",
+               "--arms", "random", "words_no_rules", "--report"]
+    assert sim.main(["--out", str(out), "--ledger", str(kept), *options]) == 0
+    from_runs = (out / "annotation_sim.md").read_text()
+    records = ledger.read(kept / "xx_one.jsonl")
+    assert [ledger.key(r) for r in records] == [("random", 1, 0), ("random", 1, 1),
+                                                ("words_no_rules", 1, 0), ("words_no_rules", 1, 1)]
+    assert records[1]["words"] == 90 and records[1]["seconds"] == {"annotate": 6.0, "train": 60.0}
+    assert sum(records[1]["heads"]) == sum(records[3]["heads"]) - 2  # two heads moved
+    # the shared round 0 (and the seed split) cost once: 60 + 6, then 66 a round
+    assert "annotate 0.00 h, prepare 0.00 h, train 0.05 h (0.1 core-hours in all)" in from_runs
+    assert "| words_no_rules | 1 | 1 | 95 / 90 | 100.00 / " in from_runs  # the counts' LAS
+
+    empty = tmp_path / "elsewhere"  # a later session: the run folders are gone
+    assert sim.main(["--out", str(empty), "--ledger", str(kept), *options]) == 0
+    from_ledger = (empty / "annotation_sim.md").read_text()
+    assert from_ledger.split("Machine:")[1] == from_runs.split("Machine:")[1]
+    assert sim.main(["--out", str(empty), "--ledger", "none", *options]) == 0
+    assert "| random | 1 |" not in (empty / "annotation_sim.md").read_text()
+
+    with pytest.raises(SystemExit, match="--budget 1000 \\(now 5\\)"):
+        sim.main(["--out", str(tmp_path / "other"), "--ledger", str(kept), "--budget", "5",
+                  *options])
+
+
+def test_a_ledger_line_that_is_not_a_round_names_its_line(tmp_path):
+    path = tmp_path / "xx.jsonl"
+    path.write_text('{"arm": "random"}\n')
+    with pytest.raises(ValueError, match="xx.jsonl:1: a round without seed, round"):
+        ledger.read(path)
+    path.write_text("\n{not json\n")
+    with pytest.raises(ValueError, match="xx.jsonl:2: not JSON"):
+        ledger.read(path)
