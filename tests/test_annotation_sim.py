@@ -55,22 +55,27 @@ def test_a_dry_run_plans_every_arm_round_and_budget_and_writes_nothing(root, tmp
     selects = [line for line in lines if line.startswith("$ python -m parser.cli.select ")]
     trains = [line for line in lines if line.startswith("$ python -m parser.cli.train ")]
     assert sum(line.startswith("# prepare: 5 seed trees") for line in lines) == 2
-    assert sum(line.startswith("# fill_selected(") for line in lines) == 24
-    # per seed: the shared round 0, 5 likelihood arms x 2 rounds, round 0's student (taught by
+    assert sum(line.startswith("# fill_selected(") for line in lines) == 28
+    # per seed: the shared round 0, 6 likelihood arms x 2 rounds, round 0's student (taught by
     # the shared round 0), teacher + student x 2 rounds
-    assert len(selects) == 6 * 2 * 2 and len(trains) == 2 * (1 + 5 * 2 + 1 + 2 * 2)
-    assert lines[-1] == f"# {2 + 24 + 24 + 32} steps to run"
+    assert len(selects) == 7 * 2 * 2 and len(trains) == 2 * (1 + 6 * 2 + 1 + 2 * 2)
+    assert lines[-1] == f"# {2 + 28 + 28 + 36} steps to run"
     for arm, strategy in [("random", "random"), ("entropy", "entropy"), ("words", "words"),
                           ("words_stratified", "words"), ("words_no_rules", "words"),
-                          ("words_selftrain", "words")]:
+                          ("words_kept", "words"), ("words_selftrain", "words")]:
         mine = [line for line in selects if f"/{arm}/r" in line.split("output=")[1].split()[0]]
         assert len(mine) == 4
         for line in mine:
             assert f"strategy={strategy} unit=words" in line and "budget=25 max_words=120" in line
             assert ("cap=3" in line) == arm.startswith("words")
             assert ("stratify=length" in line) == (arm == "words_stratified")
-            assert ("ud_rules=none" in line) == (arm in ("words_no_rules", "words_selftrain"))
+            kept = arm in ("words_kept", "words_selftrain")
+            assert ("ud_rules=none" in line) == (arm == "words_no_rules" or kept)
             assert ("ud_rules=all" in line) == (arm in ("words", "words_stratified"))
+            # the annotation so far goes back into the pool it reads, as given heads
+            assert ("keep_heads=given" in line) == kept
+            pool = Path(line.split(" pool=")[1].split()[0])
+            assert (pool.name == "select_pool.conllu") == kept
     random_seeds = sorted(re.search(r" seed=(\d+)", line)[1] for line in selects
                           if "strategy=random" in line)
     assert random_seeds == ["1001", "1002", "2001", "2002"]
@@ -122,7 +127,7 @@ def test_a_dry_run_after_the_steps_are_done_plans_nothing(root, tmp_path, capsys
         step.done.parent.mkdir(parents=True, exist_ok=True)
         step.done.write_text("{}")
     lines = _dry_run(root, out, capsys)
-    assert lines[-1] == f"# {2 + 24 + 24 + 32 - 8} steps to run"
+    assert lines[-1] == f"# {2 + 28 + 28 + 36 - 8} steps to run"
     s1 = out / "xx_one" / "s1"
     assert not any(line.startswith("# prepare") and f"{s1}/" in line for line in lines)
     assert not any(f"hydra.run.dir={s1 / 'r0' / 'run'}" in line or f"{s1 / 'random'}/" in line
@@ -292,3 +297,23 @@ def test_a_ledger_line_that_is_not_a_round_names_its_line(tmp_path):
     path.write_text("\n{not json\n")
     with pytest.raises(ValueError, match="xx.jsonl:2: not JSON"):
         ledger.read(path)
+
+
+def test_a_kept_arm_reads_its_annotation_back_as_given_heads(tmp_path, fixtures):
+    base = tmp_path / "s1"
+    (base / "prepare.done.json").parent.mkdir(parents=True)
+    counts = sim.prepare(fixtures / "tiny-train.conllu", base, seed=1, seed_trees=5,
+                         pool_sentences=None)
+    (base / "prepare.done.json").write_text(json.dumps(counts))
+    pool = list(stream_conllu(base / "pool.conllu"))
+    annotation = {1: {1, 2}, 2: set(range(1, len(pool[2]) + 1))}  # the second sentence leaves
+    folder = base / "words_kept" / "r2"
+    folder.mkdir(parents=True)
+    sim.write_round_files(base, annotation, folder)
+    sim.select_pool_file(folder / "pool.conllu", annotation, folder / "select_pool.conllu")
+    given = list(stream_conllu(folder / "select_pool.conllu", require_trees=False,
+                               check_heads=False))
+    assert [s.forms for s in given] == [s.forms for i, s in enumerate(pool) if i != 2]
+    assert given[1].heads == [h if w in (1, 2) else -1 for w, h in enumerate(pool[1].heads, 1)]
+    assert given[1].deprels[:2] == pool[1].deprels[:2] and given[1].deprels[2] is None
+    assert all(h == -1 for s in given[:1] + given[2:] for h in s.heads)

@@ -5,7 +5,8 @@ of unannotated sentences, by the tree CRF's uncertainty, and write the file anno
         strategy=words budget=2000 cap=3
     parser-select pipeline=en.pipeline pool=raw.txt output=batch1.conllu strategy=entropy budget=200 unit=sentences
 
-``pool=``: CoNLL-U (its HEAD/DEPREL, if any, are ignored), one tokenised sentence per line
+``pool=``: CoNLL-U (its HEAD/DEPREL, if any, are ignored unless ``keep_heads=given``), one
+tokenised sentence per line
 (``format=text``, or any file not ending in ``.conllu``), or raw text with a pipeline file
 (``format=raw``, the default for text with ``pipeline=``) or ``tokenizer=``. The pool is read twice,
 streamed: memory holds one chunk (``chunk_size``) and the candidates, not the pool.
@@ -28,6 +29,10 @@ word but the selected ones, whose HEAD and DEPREL are ``_`` (the parser's guess 
 best first (``rank``, ``sent_id``, ``word`` or ``*``, ``score``, ``pool_position``).
 ``remainder=``: the pool's sentences not selected whole, as CoNLL-U (unlabeled text for
 self-training). Train on the filled-in file with ``data.partial_trees=true``.
+
+``keep_heads=given`` (word strategies, a CoNLL-U pool): the heads the pool gives are annotation,
+as in an annotation file filled in and put back in the pool: kept in the pre-filled tree, never
+asked again, and every other word scored by its marginal under the tree CRF restricted to them.
 
 A pool sentence that cannot be read (malformed CoNLL-U) is skipped and counted, the first named
 by file and line, up to ``max_invalid`` (then the command stops, exit status 2); a sentence of more
@@ -81,6 +86,7 @@ OPTIONS = {
     "max_invalid": "1000",  # unreadable pool sentences skipped before the command stops
     "projective": None,
     "attach_to_units": None,
+    "keep_heads": "none",  # given: the pool's heads are annotation (kept, never asked again)
     "ud_rules": None,  # default: the checkpoint's, none for strategy=words
     "label_grid": None,
 }
@@ -115,6 +121,13 @@ def _run(args: dict) -> str:
                   else "raw" if pipeline or args["tokenizer"] else "text")
     if format not in ("conllu", "text", "raw"):
         raise UsageError(f"format={format}: expected auto, conllu, text or raw")
+    if args["keep_heads"] not in ("none", "given"):
+        raise UsageError(f"keep_heads={args['keep_heads']}: expected none or given")
+    if args["keep_heads"] == "given" and (format != "conllu" or options.strategy not in
+                                          ("words", "random_words")):
+        raise UsageError("keep_heads=given: the pool's heads are read from CoNLL-U and kept by "
+                         "word strategies (strategy=words or random_words); a whole sentence "
+                         "would ask again for them")
     annotator, tokenizer = _annotator(args, pipeline=pipeline, name=str(pool_path))
     if format == "raw":
         if tokenizer is None:
@@ -161,13 +174,15 @@ def _annotator(args: dict, *, pipeline: str | None, name: str):
                 raise UsageError(f"{option}=: the pipeline file {pipeline} holds its own; drop it")
         nlp = Pipeline.load(input_file(pipeline, option="pipeline"), device=args["device"],
                             batch_size=tokens, confidence=True, **common, **overrides)
-        return nlp.annotator(keep_columns="given", name=name), nlp.tokenizer
+        return (nlp.annotator(keep_columns="given", keep_heads=args["keep_heads"], name=name),
+                nlp.tokenizer)
     device = resolve_device(args["device"])
     tagger = None if not args["tagger"] else load_tagger(
         input_file(args["tagger"], option="tagger"), map_location=device)
     annotator = Annotator.load(input_file(args["checkpoint"], option="checkpoint"),
                                device=args["device"], tagger=tagger, confidence=True,
-                               keep_columns="given", tokens_per_batch=tokens, name=name,
+                               keep_columns="given", keep_heads=args["keep_heads"],
+                               tokens_per_batch=tokens, name=name,
                                **common, **overrides)
     tokenizer = None if not args["tokenizer"] else load_tokenizer(
         input_file(args["tokenizer"], option="tokenizer"), device=device)

@@ -86,10 +86,11 @@ class Annotated:
     read with ``# parse_error`` (fixed arcs that admit no tree, over ``max_words``, a failed
     parse); ``unknown``: words the model reads as UNK; ``scores``: ``AttachmentMetric`` scores
     of the best trees when asked for (``score=True``), every sentence had gold heads and none
-    failed, else None; ``confidence``: with ``confidence`` and best trees (no k-best, samples or
-    fixed arcs), per input sentence the tree CRF's
-    :class:`~parser.inference.confidence.SentenceConfidence` of the tree written (None for a
-    failed sentence), else None: what :mod:`parser.inference.selection` ranks by."""
+    failed, else None; ``confidence``: with ``confidence`` and one tree per sentence (no k-best
+    or samples), per input sentence the tree CRF's
+    :class:`~parser.inference.confidence.SentenceConfidence` of the tree written, under the
+    sentence's fixed arcs if any (None for a failed sentence), else None: what
+    :mod:`parser.inference.selection` ranks by."""
 
     blocks: list[str]
     sentences: int
@@ -186,7 +187,8 @@ class Annotator:
             constraints = [given_heads(sentence) for sentence in chunk]
         blocks, failed, scores, sure = self._isolated(chunk, position=position,
                                                       constraints=constraints)
-        structured = self.confidence and not self.alternatives and constraints is None
+        # one tree per sentence (no k-best, no samples): its marginals, under the constraints
+        structured = self.confidence and not (self.kbest or self.samples)
         return Annotated(blocks, len(chunk), failed=failed, unknown=unknown, scores=scores,
                          confidence=sure if structured else None)
 
@@ -231,8 +233,9 @@ class Annotator:
             words, upos = tag_input(chunk, self.tagger, retag=self.retag,
                                     tokens_per_batch=self.tokens_per_batch)
         if self.alternatives or constraints is not None:
-            blocks, refused = self._trees(chunk, words, upos, position=position, constraints=constraints)
-            return blocks, refused, None, [None] * len(chunk)
+            blocks, refused, sure = self._trees(chunk, words, upos, position=position,
+                                                constraints=constraints)
+            return blocks, refused, None, sure
         predictions = parse(self.model, words, self.vocabs, tokens_per_batch=self.tokens_per_batch,
                             cells_per_batch=CELLS_PER_TOKEN * self.tokens_per_batch,
                             device=self.device, score=self.score, confidence=self.confidence,
@@ -243,8 +246,10 @@ class Annotator:
         return blocks, 0, predictions.scores, predictions.confidence or [None] * len(chunk)
 
     def _trees(self, chunk: list[Sentence], words: list[Sentence], upos, *, position: int,
-               constraints: Sequence[ArcConstraints | None] | None) -> tuple[list[str], int]:
-        """The one k-best / samples / fixed-arcs writer: ``(blocks, sentences refused)``."""
+               constraints: Sequence[ArcConstraints | None] | None,
+               ) -> tuple[list[str], int, list[SentenceConfidence | None]]:
+        """The one k-best / samples / fixed-arcs writer: ``(blocks, sentences refused, the
+        confidence of each sentence's first tree)`` (None: refused, or no confidence)."""
         entries = parse_alternatives(
             self.model, words, self.vocabs, tokens_per_batch=self.tokens_per_batch,
             cells_per_batch=CELLS_PER_TOKEN * self.tokens_per_batch, device=self.device,
@@ -253,6 +258,7 @@ class Annotator:
         mode = "kbest" if self.kbest else "samples" if self.samples else "best"
         blocks: list[str] = []
         refused = 0
+        sure = [entry.trees[0].confidence if entry.trees else None for entry in entries]
         for j, (sentence, entry) in enumerate(zip(chunk, entries)):
             if entry.error is not None:
                 refused += 1
@@ -261,4 +267,4 @@ class Annotator:
             blocks.extend(tree_blocks(sentence, entry, position=position + j, mode=mode,
                                       upos=None if upos is None else upos[j],
                                       keep_deps=self.keep_deps, keep_columns=self.keep_columns))
-        return blocks, refused
+        return blocks, refused, sure

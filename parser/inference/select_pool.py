@@ -14,6 +14,11 @@
    the whole sentence), ``score``, ``pool_position``) and, when asked, the remainder: the pool's
    sentences not selected whole, as CoNLL-U (unlabeled text for self-training).
 
+With ``keep_heads="given"`` (an annotation file filled in, back in the pool) the heads the pool
+gives are kept: each sentence's marginals are those of the tree CRF restricted to trees with
+them (conditioned on what annotators said), its written tree keeps them, and no given word is
+selected again (word strategies only: a whole sentence would ask for them again).
+
 A pool sentence that cannot be read (malformed CoNLL-U) is skipped and counted (:class:`Pool`),
 the first named by file and line, up to ``max_invalid``; one that cannot be parsed (over
 ``max_words``) is never selected.
@@ -57,8 +62,8 @@ RANKED_HEADER = "rank\tsent_id\tword\tscore\tpool_position\n"
 
 @dataclass
 class Pool:
-    """A pool file read anew on each pass: CoNLL-U (``conllu``: its heads, if any, are not read as
-    annotation and need not form trees) or one tokenised sentence per line (``text``). A malformed
+    """A pool file read anew on each pass: CoNLL-U (``conllu``: its heads, if any, need not form
+    trees and are read as annotation only by an annotator with ``keep_heads="given"``) or one tokenised sentence per line (``text``). A malformed
     CoNLL-U sentence is skipped and kept in ``skipped`` (of the latest pass); more than
     ``max_invalid`` of them is a ValueError naming the first."""
 
@@ -121,8 +126,14 @@ def rank_pool(annotator: Annotator, sentences: Iterable[Sentence], options: Sele
               chunk_size: int = 1000) -> tuple[list[Unit], int, int, int]:
     """Pass 1: ``(units chosen, sentences read, words read, sentences not parsed)``."""
     chooser = Chooser(options)
-    lengths: list[int] = []  # of the chunk being annotated: appended as the stream is read
+    # of the chunk being annotated, appended as the stream is read: (length, given words)
+    lengths: list[tuple[int, frozenset[int]]] = []
     count = failed = 0
+    kept = annotator.keep_heads == "given"
+    if kept and not options.per_word:
+        raise ValueError(f"keep_heads=given: strategy={options.strategy} selects whole "
+                         "sentences, which would ask again for their given heads; use "
+                         "strategy=words or random_words")
     if options.random:  # keys only: no parse (a sentence over max_words would fail: left out)
         words = 0
         for count, sentence in enumerate(sentences, start=1):
@@ -130,17 +141,17 @@ def rank_pool(annotator: Annotator, sentences: Iterable[Sentence], options: Sele
             if len(sentence) > annotator.max_words:
                 failed += 1
             else:
-                chooser.add(count - 1, len(sentence), None)
+                chooser.add(count - 1, len(sentence), None, _given(sentence) if kept else ())
         return chooser.chosen(), count, words, failed
     if not annotator.confidence:
         raise ValueError("rank_pool: the annotator must compute confidence (confidence=True)")
     words = 0
     ranker = annotator.scoring_only()  # no blocks or columns: pass 2 writes the chosen ones
-    for part in ranker.stream(_counted(_checked_upos(sentences, annotator), lengths),
+    for part in ranker.stream(_counted(_checked_upos(sentences, annotator), lengths, kept),
                               chunk_size=chunk_size):
-        for length, sure in zip(lengths, part.confidence or [None] * part.sentences):
+        for (length, given), sure in zip(lengths, part.confidence or [None] * part.sentences):
             failed += sure is None
-            chooser.add(count, length, sure)
+            chooser.add(count, length, sure, given)
             count, words = count + 1, words + length
         del lengths[: part.sentences]
     return chooser.chosen(), count, words, failed
@@ -242,11 +253,18 @@ def _ranked_row(unit: Unit, sentence: Sentence) -> str:
     return f"{unit.rank}\t{sentence.sent_id or '_'}\t{word}\t{unit.score:.6f}\t{unit.position + 1}\n"
 
 
-def _counted(sentences: Iterable[Sentence], lengths: list[int]) -> Iterator[Sentence]:
-    """``sentences``, each one's length appended to ``lengths`` as it is read."""
+def _counted(sentences: Iterable[Sentence], lengths: list[tuple[int, frozenset[int]]],
+             kept: bool) -> Iterator[Sentence]:
+    """``sentences``, each one's length and (``kept``) given words appended to ``lengths`` as it
+    is read."""
     for sentence in sentences:
-        lengths.append(len(sentence))
+        lengths.append((len(sentence), _given(sentence) if kept else frozenset()))
         yield sentence
+
+
+def _given(sentence: Sentence) -> frozenset[int]:
+    """The words whose HEAD the pool gives (the annotator's kept arcs, ``given_heads``)."""
+    return frozenset(word for word, head in enumerate(sentence.heads, start=1) if head >= 0)
 
 
 def _checked_upos(sentences: Iterable[Sentence], annotator: Annotator) -> Iterator[Sentence]:

@@ -47,7 +47,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import random
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from parser.inference.confidence import SentenceConfidence
@@ -174,19 +174,26 @@ class Chooser:
         self._stratified = options.stratify == "length"
         self._pool = [0] * (len(LENGTH_BINS) + 1)  # the pool's words (or sentences) per length bin
 
-    def add(self, position: int, length: int, confidence: SentenceConfidence | None) -> None:
+    def add(self, position: int, length: int, confidence: SentenceConfidence | None,
+            given: Collection[int] = ()) -> None:
         """Sentence ``position`` of ``length`` words, with its tree CRF's ``confidence`` (None: not
         parsed, never selected). The random strategies read no confidence: they draw keys for
-        every sentence fed (a caller leaves out those it cannot parse)."""
+        every sentence fed (a caller leaves out those it cannot parse). ``given``: the words
+        (1-based) whose head the pool gives (``keep_heads=given``, word strategies): never
+        selected, nor counted in the pool's words."""
         options = self.options
-        self._pool[length_bin(length)] += 1 if options.unit == "sentences" else length
+        if given and not options.per_word:
+            raise ValueError(f"strategy={options.strategy}: a whole sentence would ask again for "
+                             "its given heads; given heads go with word strategies")
+        self._pool[length_bin(length)] += 1 if options.unit == "sentences" else length - len(given)
         key = length_bin(length) if self._stratified else 0  # the heap of a word or a sentence
         if options.per_word:
             scores = ([self._rng.random() for _ in range(length)] if options.random
                       else None if confidence is None else word_scores(confidence))
             if scores is None:
                 return
-            best = sorted(range(length), key=lambda i: (-scores[i], i))[: options.cap]
+            free = [i for i in range(length) if i + 1 not in given]
+            best = sorted(free, key=lambda i: (-scores[i], i))[: options.cap]
             for i in best:
                 self._push(key, options.budget, (scores[i], -position, -(i + 1), length))
             return

@@ -17,6 +17,7 @@ from parser.cli.select import selection_decoder
 from parser.data.conllu_io import read_conllu
 from parser.data.conllu_stream import stream_tokenized
 from parser.inference import Annotator, load_parser
+from parser.inference.loading import load_decoder
 from parser.inference.selection import LENGTH_BINS, length_bin, quotas
 from tests.inference.helpers import model_output
 from tests.structs.brute import enumerate_distribution
@@ -195,3 +196,68 @@ def test_ranking_reads_the_same_confidence_without_writing_blocks(select_checkpo
 def test_only_word_selection_turns_the_ud_rules_off_by_default(strategy, given, expected):
     args = {**SELECT_OPTIONS, "strategy": strategy, "ud_rules": given}
     assert selection_decoder(args)["ud_rules"] == expected
+
+
+GIVEN = {1: {1: (2, "det"), 4: (3, "punct")}, 2: {2: (0, "root")}}  # pool position -> word -> arc
+
+
+def _pool_with_given_heads(path: Path) -> None:
+    """SHORT as CoNLL-U, the heads of :data:`GIVEN` filled in (an annotation file put back)."""
+    blocks = []
+    for position, text in enumerate(SHORT, start=1):
+        rows = []
+        for word, form in enumerate(text.split(), start=1):
+            head, deprel = GIVEN.get(position, {}).get(word, ("_", "_"))
+            rows.append(f"{word}\t{form}\t_\t_\t_\t_\t{head}\t{deprel}\t_\t_")
+        blocks.append(f"# sent_id = s{position}\n" + "\n".join(rows))
+    path.write_text("\n\n".join(blocks) + "\n\n", encoding="utf-8")
+
+
+def test_given_heads_are_kept_never_asked_and_condition_the_marginals(select_checkpoint, tmp_path):
+    pool, out = tmp_path / "filled.conllu", tmp_path / "sel.conllu"
+    _pool_with_given_heads(pool)
+    assert _select(select_checkpoint, pool, out, "strategy=words", "budget=100",
+                   "keep_heads=given") == 0
+    # strategy=words reads the model's own distribution (ud_rules=none: no UD label masks)
+    model, vocabs, _ = load_decoder(select_checkpoint, device="cpu", ud_rules="none")
+    chosen = {int(t.metadata["pool_position"]): t for t in conllu.parse(out.read_text())}
+    free = {p: [w for w in range(1, len(s.split()) + 1) if w not in GIVEN.get(p, {})]
+            for p, s in enumerate(SHORT, start=1)}
+    # every free word asked (the budget is larger than the pool), no given one
+    assert {p: [int(w) for w in t.metadata["selected_words"].split(",")]
+            for p, t in chosen.items()} == free
+    text = tmp_path / "short.txt"
+    text.write_text("\n".join(SHORT) + "\n", encoding="utf-8")
+    sentences = list(stream_tokenized(text))
+    for position, tokens in chosen.items():
+        n = len(sentences[position - 1])
+        dist = model_output(model, vocabs, sentences[position - 1]).dist
+        trees, log_weights, log_z = enumerate_distribution(dist.arc_scores[0].double(), n,
+                                                           single_root=dist.single_root)
+        given = GIVEN.get(position, {})
+        allowed = torch.tensor([all(tree[w - 1] == h for w, (h, _) in given.items())
+                                for tree in trees])
+        probs = (log_weights - log_z).exp() * allowed
+        probs = probs / probs.sum()  # the tree CRF restricted to the given arcs
+        for t in _words(tokens):
+            if t["id"] in given:  # kept, pre-filled as given, with marginal 1
+                assert (t["head"], t["deprel"]) == given[t["id"]]
+                assert float(_misc(t)["HeadProb"]) == pytest.approx(1.0, abs=1e-4)
+                continue
+            shown = int(_misc(t)["PredHead"])
+            marginal = sum(p for tree, p in zip(trees, probs.tolist()) if tree[t["id"] - 1] == shown)
+            assert float(_misc(t)["HeadProb"]) == pytest.approx(marginal, abs=1e-4)
+            assert float(tokens.metadata["select_score"].split(",")[
+                tokens.metadata["selected_words"].split(",").index(str(t["id"]))]) == \
+                pytest.approx(1 - marginal, abs=1e-4)
+
+
+def test_given_heads_go_with_word_strategies_only(select_checkpoint, tmp_path, capsys):
+    pool = tmp_path / "filled.conllu"
+    _pool_with_given_heads(pool)
+    assert _select(select_checkpoint, pool, tmp_path / "x.conllu", "strategy=entropy",
+                   "budget=5", "keep_heads=given") == 2
+    assert "keep_heads=given" in capsys.readouterr().err
+    assert _select(select_checkpoint, pool, tmp_path / "x.conllu", "strategy=words",
+                   "budget=5", "keep_heads=some") == 2
+    assert "keep_heads=some" in capsys.readouterr().err
