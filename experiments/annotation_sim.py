@@ -755,9 +755,9 @@ def write_report(out: Path, treebanks: list[tuple[str, Path]], *, seeds: list[in
                               for arm in arms if arm in CAPPED), ""]
         if {SELF_TRAINED_BASE, *SELF_TRAINED} <= set(arms):
             # what self-training on the unannotated words adds to the same selection strategy
-            self_rows, _ = significance_rows(points, list(SELF_TRAINED), rounds,
-                                             baseline=SELF_TRAINED_BASE)
-            text += [*self_rows, ""]
+            self_rows, compared = significance_rows(points, list(SELF_TRAINED), rounds,
+                                                    baseline=SELF_TRAINED_BASE)
+            text += [*self_rows, ""] if compared else []
         all_curves[code], all_points[code] = curves, points
         record["treebanks"][code] = {"points": [{k: v for k, v in asdict(p).items() if k != "counts"}
                                                 for p in points],
