@@ -806,10 +806,11 @@ def main(argv: list[str] | None = None) -> int:
     infos = [read_treebank_info(s.root, name) for name in args.treebanks]
     ledger = None if str(args.ledger) == "none" else args.ledger.resolve()
     sim_ledger.check_settings(s.out / "settings.json", fixed_settings(s),
-                              write=not (args.dry_run or args.report))
+                              write=not (args.dry_run or args.report), instead="another --out")
     if ledger is not None:  # checked before hours of runs, not at their report
         sim_ledger.check_settings(ledger / "settings.json", fixed_settings(s),
-                                  write=not args.dry_run)
+                                  write=not args.dry_run,
+                                  instead="another --ledger (none: the run folders alone)")
     chains = plan(s, [(info.code, info.files["train"]) for info in infos], args.seeds, args.arms)
     if args.dry_run:
         todo = pending(chains)

@@ -31,15 +31,17 @@ def key(record: dict) -> tuple[str, int, int]:
     return record["arm"], record["seed"], record["round"]
 
 
-def check_settings(path: Path, settings: dict, *, write: bool) -> None:
-    """Refuse ``path`` (a ``settings.json``) written with other ``settings``; write it when new."""
+def check_settings(path: Path, settings: dict, *, write: bool,
+                   instead: str = "another folder") -> None:
+    """Refuse ``path`` (a ``settings.json``) written with other ``settings`` (the message
+    suggests ``instead``); write it when new."""
     if path.is_file():
         before = json.loads(path.read_text(encoding="utf-8"))
         differ = [f"--{k.replace('_', '-')} {before.get(k)} (now {v})" for k, v in settings.items()
                   if before.get(k) != v]
         if differ:
             raise SystemExit(f"{path.parent} was made with {', '.join(differ)}: its rounds mean "
-                             "other things; use another folder or the same options")
+                             f"other things; use {instead} or the same options")
     elif write:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")

@@ -34,7 +34,7 @@ ledger = _load("sim_ledger")
 sim = _load("annotation_sim")
 
 OPTIONS = ["--treebanks", "xx_one", "--seeds", "1", "2", "--rounds", "2", "--budget", "25",
-           "--seed-trees", "5", "--steps", "3", "--round-steps", "2"]
+           "--seed-trees", "5", "--steps", "3", "--round-steps", "2", "--ledger", "none"]
 
 
 @pytest.fixture
