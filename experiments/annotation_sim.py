@@ -145,6 +145,7 @@ ARMS = {  # the parser-select options of each arm (the budget, cap and seed are 
 CAPPED = ("words", "words_stratified", "words_no_rules", "words_kept", "words_selftrain")
 SELF_TRAINED = ("words_selftrain",)
 SELF_TRAINED_BASE = "words_kept"  # the same selection without self-training
+SHARED = "likelihood"  # the ledger's name of the likelihood arms' shared round 0
 MODEL = ["experiment=release_cpu", "model.upos_input=gold", "model.tag_loss_weight=0",
          "model.layers=[]"]
 MAX_WORDS = 120  # release_cpu's data.max_length: a longer sentence would be annotated, not trained
@@ -528,14 +529,17 @@ class Point:
 def finished_rounds(out: Path, code: str, gold: Path, *, seeds: list[int], arms: list[str],
                     rounds: int) -> list[dict]:
     """A ledger record (:mod:`sim_ledger`) of every finished round of ``code`` under ``out``
-    (its test run scored, its annotation counted): the cost of a shared round 0 goes with its
-    folder (``s<seed>/r0``), the seed split's with it."""
+    (its test run scored, its annotation counted). The likelihood arms' shared round 0 is one
+    record per seed, of the arm :data:`SHARED` (its folder ``s<seed>/r0``, the seed split's cost
+    with it)."""
     records = []
-    for arm in arms:
+    shared = [SHARED] if any(arm not in SELF_TRAINED for arm in arms) else []
+    for arm in [*shared, *arms]:
+        first = 1 if arm not in (SHARED, *SELF_TRAINED) else 0
         for seed in seeds:
             base = out / code / f"s{seed}"
-            for round_ in range(rounds + 1):
-                folder = base / arm / f"r{round_}" if round_ or arm in SELF_TRAINED else base / "r0"
+            for round_ in range(first, 1 if arm == SHARED else rounds + 1):
+                folder = base / "r0" if arm == SHARED else base / arm / f"r{round_}"
                 metrics = folder / "run" / "test.pred.metrics.json"
                 counted = folder / "annotate.done.json" if round_ else base / "prepare.done.json"
                 if not (metrics.is_file() and counted.is_file()):
@@ -555,10 +559,13 @@ def finished_rounds(out: Path, code: str, gold: Path, *, seeds: list[int], arms:
     return records
 
 
-def to_points(records: list[dict], gold: Path, *, where: str) -> list[Point]:
+def to_points(records: list[dict], gold: Path, arms: list[str], *, where: str) -> list[Point]:
+    """The points of ``arms`` (a :data:`SHARED` round 0 is every likelihood arm's)."""
     words = sentence_counts(gold, gold).numpy()[:, 0]
-    return [Point(r["arm"], r["seed"], r["round"], r["words"], r["las"],
-                  sim_ledger.counts(r, words, where=where)) for r in records]
+    return [Point(arm, r["seed"], r["round"], r["words"], r["las"],
+                  sim_ledger.counts(r, words, where=where)) for r in records
+            for arm in ([a for a in arms if a not in SELF_TRAINED] if r["arm"] == SHARED
+                        else [r["arm"]])]
 
 
 def mean_curve(points: list[Point], arm: str) -> list[tuple[int, float, float, int]]:
@@ -724,8 +731,8 @@ def gather(out: Path, treebanks: list[tuple[str, Path]], *, seeds: list[int], ar
                     print(f"{path}: {sim_ledger.key(r)} was LAS {before[sim_ledger.key(r)]:.2f}, "
                           f"the run folder's is {r['las']:.2f} (kept)")
             records = sim_ledger.merge(path, records)
-        gathered[code] = [r for r in records if r["arm"] in arms and r["seed"] in seeds
-                          and r["round"] <= rounds]
+        gathered[code] = [r for r in records if r["arm"] in (*arms, SHARED)
+                          and r["seed"] in seeds and r["round"] <= rounds]
     return gathered
 
 
@@ -746,7 +753,7 @@ def write_report(out: Path, treebanks: list[tuple[str, Path]], *, seeds: list[in
             + f" ({sum(seconds.values()) / 3600:.1f} core-hours in all).", ""]
     record, all_curves, all_points = {"seconds": seconds, "treebanks": {}}, {}, {}
     for code, gold in treebanks:
-        points = to_points(records[code], gold, where=str(ledger or out))
+        points = to_points(records[code], gold, arms, where=str(ledger or out))
         curves = {arm: mean_curve(points, arm) for arm in arms}
         reach_lines, reached = reach_rows(curves)
         rows, results = significance_rows(points, arms, rounds)
