@@ -252,6 +252,18 @@ def test_given_heads_are_kept_never_asked_and_condition_the_marginals(select_che
                 pytest.approx(1 - marginal, abs=1e-4)
 
 
+def test_random_words_never_draw_a_given_word(select_checkpoint, tmp_path):
+    pool, out = tmp_path / "filled.conllu", tmp_path / "sel.conllu"
+    _pool_with_given_heads(pool)
+    assert _select(select_checkpoint, pool, out, "strategy=random_words", "budget=100",
+                   "keep_heads=given", "seed=3") == 0
+    asked = {(int(t.metadata["pool_position"]), int(w)) for t in conllu.parse(out.read_text())
+             for w in t.metadata["selected_words"].split(",")}
+    free = {(p, w) for p, s in enumerate(SHORT, start=1) for w in range(1, len(s.split()) + 1)
+            if w not in GIVEN.get(p, {})}
+    assert asked == free
+
+
 def test_given_heads_go_with_word_strategies_only(select_checkpoint, tmp_path, capsys):
     pool = tmp_path / "filled.conllu"
     _pool_with_given_heads(pool)
