@@ -181,10 +181,7 @@ class Chooser:
         every sentence fed (a caller leaves out those it cannot parse). ``given``: the words
         (1-based) whose head the pool gives (``keep_heads=given``, word strategies): never
         selected, nor counted in the pool's words."""
-        options = self.options
-        if given and not options.per_word:
-            raise ValueError(f"strategy={options.strategy}: a whole sentence would ask again for "
-                             "its given heads; given heads go with word strategies")
+        options = self.options  # given with a sentence strategy: refused by rank_pool
         self._pool[length_bin(length)] += 1 if options.unit == "sentences" else length - len(given)
         key = length_bin(length) if self._stratified else 0  # the heap of a word or a sentence
         if options.per_word:
