@@ -754,12 +754,14 @@ def write_report(out: Path, treebanks: list[tuple[str, Path]], *, seeds: list[in
     record, all_curves, all_points = {"seconds": seconds, "treebanks": {}}, {}, {}
     for code, gold in treebanks:
         points = to_points(records[code], gold, arms, where=str(ledger or out))
+        # an arm not run on this treebank has only the shared round 0: no row, no claim
         curves = {arm: mean_curve(points, arm) for arm in arms}
+        curves = {arm: curve for arm, curve in curves.items() if any(r > 0 for r, *_ in curve)}
         reach_lines, reached = reach_rows(curves)
         rows, results = significance_rows(points, arms, rounds)
         text += [f"## {code}", "", curve_table(curves, seeds=len(seeds)), "", *reach_lines, "",
                  *rows, "", *(claim(reached, results, rounds=rounds, arm=arm)
-                              for arm in arms if arm in CAPPED), ""]
+                              for arm in curves if arm in CAPPED), ""]
         if {SELF_TRAINED_BASE, *SELF_TRAINED} <= set(arms):
             # what self-training on the unannotated words adds to the same selection strategy
             self_rows, compared = significance_rows(points, list(SELF_TRAINED), rounds,

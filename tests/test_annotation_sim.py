@@ -277,6 +277,12 @@ def test_a_report_from_the_ledger_alone_equals_the_run_folders(root, tmp_path, c
     # the shared round 0 (and the seed split) cost once: 60 + 6, then 66 a round
     assert "annotate 0.00 h, prepare 0.00 h, train 0.05 h (0.1 core-hours in all)" in from_runs
     assert "| words_no_rules | 1 | 1 | 95 / 90 | 100.00 / " in from_runs  # the counts' LAS
+    # an arm asked for but not run on this treebank: only the shared round 0, so no row or claim
+    assert sim.main(["--out", str(out), "--ledger", str(kept), *options[:-1], "words_kept",
+                     "--report"]) == 0
+    with_unrun = (out / "annotation_sim.md").read_text()
+    assert "| words_no_rules | 70.00" in with_unrun and "words_kept" not in with_unrun.split(
+        "Machine:")[1]
 
     empty = tmp_path / "elsewhere"  # a later session: the run folders are gone
     assert sim.main(["--out", str(empty), "--ledger", str(kept), *options]) == 0
