@@ -697,10 +697,13 @@ def plot(path: Path, curves: dict[str, dict[str, list[tuple[int, float, float, i
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    # one colour per arm in every panel, whichever arms a treebank ran
+    every_arm = dict.fromkeys(arm for arms in curves.values() for arm in arms)
+    colors = {arm: f"C{index}" for index, arm in enumerate(every_arm)}
     fig, axes = plt.subplots(1, len(curves), figsize=(5 * len(curves), 4), squeeze=False)
     for ax, (code, arms) in zip(axes[0], curves.items()):
-        for index, (arm, curve) in enumerate(arms.items()):
-            color = f"C{index}"
+        for arm, curve in arms.items():
+            color = colors[arm]
             ax.plot([w for _, w, _, _ in curve], [las for _, _, las, _ in curve], "o-",
                     color=color, label=arm)
             mine = [p for p in points[code] if p.arm == arm]
