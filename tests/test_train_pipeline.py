@@ -61,7 +61,7 @@ def test_recipes_name_the_two_stages(tmp_path):
     bad.write_text("parser: [experiment=release_cpu]\n")
     with pytest.raises(ValueError, match="two lists of override strings"):
         load_recipe(str(bad))
-    with pytest.raises(ValueError, match="release_cpu, release_cpu_lean, release_gpu"):
+    with pytest.raises(ValueError, match="release_cpu, release_cpu_grid, release_gpu"):
         load_recipe("no_such_recipe")
 
 
@@ -78,11 +78,12 @@ def test_every_recipe_composes_both_stages(recipe):
 
 def test_the_lean_recipe_trains_the_default_model_on_the_release_budget():
     register_configs()
-    lean = _compose("parser", load_recipe("release_cpu_lean")["parser"])
+    lean = _compose("parser", load_recipe("release_cpu")["parser"])
     default = _compose("parser", [])
-    release = _compose("parser", load_recipe("release_cpu")["parser"])
+    grid = _compose("parser", load_recipe("release_cpu_grid")["parser"])
     assert lean.model == default.model
-    assert lean.trainer == release.trainer and lean.data == release.data
+    assert lean.trainer == grid.trainer and lean.data == grid.data
+    assert grid.model.lstm_layers == 2 and grid.model.label_grid
 
 
 def test_raw_text_scores_name_rows_of_the_official_table(tmp_path):
