@@ -17,16 +17,17 @@ with an integer id).
   (checkpoint load included), ``confidence`` false and true; the load alone
   (:func:`parser.inference.load_decoder`) is timed in the same process and also reported
   subtracted, as "parse only".
-- whole processes (``--large``, e.g. EWT train): spaCy's worker and ``python -m
-  parser.cli.predict`` over the large input, each a fresh process from launch to exit (CPU from
+- whole processes (``--large``, e.g. EWT train): spaCy's worker and the ``parser-predict``
+  console script (beside the interpreter) over the large input, each a fresh process from launch to exit (CPU from
   the kernel's account of the child, wall outside), the way a user runs them.
 - ``--option key=value``: passed to ``predict_file`` and to the command line alike (e.g.
   ``label_grid=false`` for a checkpoint trained before the option).
 - cold start: a fresh process imports torch, then ``parser.cli.predict`` (what ``parser-predict``
-  runs), loads the checkpoint and parses the input's first sentence (written to a string); the
-  steps are timed inside it, and the process's wall time (interpreter start to exit) outside. The
-  same for the real command line, ``python -m parser.cli.predict`` on a one-sentence file, and
-  for spaCy (``spacy-cold``: import spaCy, load the issue's pipeline, one sentence).
+  runs, with the garbage collector paused and then frozen as its launcher does,
+  :mod:`parser.cli.launch`), loads the checkpoint and parses the input's first sentence (written
+  to a string); the steps are timed inside it, and the process's wall time (interpreter start to
+  exit) outside. The same for the real command line, the ``parser-predict`` script on a
+  one-sentence file, and for spaCy (``spacy-cold``: import spaCy, load the issue's pipeline, one sentence).
 
 spaCy is not a dependency of the project: install it outside the environment and point
 ``--spacy-path`` (or ``SPACY_PATH``) at that folder, which is put first on ``sys.path`` of the
@@ -167,14 +168,18 @@ def cold_result(torch_import, imported, loaded, parsed, words: int) -> dict:
 
 def run_cold(args: argparse.Namespace) -> dict:
     lap = stopwatch()
+    import gc
     import io  # the imports are what is timed
 
+    gc.disable()  # as parser.cli.launch imports a command
     import torch
     torch_import = lap()
 
     from parser.cli.predict import main  # noqa: F401
     from parser.data.conllu_io import read_conllu
     from parser.inference import load_decoder, parse, write_predictions
+    gc.freeze()
+    gc.enable()
     imported = lap()
     torch.set_num_threads(1)
     model, vocabs, _ = load_decoder(args.checkpoint, device="cpu")
@@ -235,12 +240,20 @@ def child_env() -> dict:
             "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
 
 
+def script(name: str) -> str:
+    """The console script ``name`` of this interpreter's environment (what a user runs)."""
+    path = Path(sys.executable).with_name(name)
+    if not path.is_file():
+        raise SystemExit(f"{path}: not installed; pip install -e . in this environment first")
+    return str(path)
+
+
 def cli_cold(args: argparse.Namespace) -> float:
-    """Wall seconds of ``python -m parser.cli.predict`` on the first sentence, one core."""
+    """Wall seconds of the ``parser-predict`` script on the first sentence, one core."""
     with tempfile.TemporaryDirectory() as folder:
         one = Path(folder) / "one.conllu"
         one.write_text(first_sentence(Path(args.input)), encoding="utf-8")
-        command = ["taskset", "-c", str(args.core), sys.executable, "-m", "parser.cli.predict",
+        command = ["taskset", "-c", str(args.core), script("parser-predict"),
                    f"checkpoint={args.checkpoint}", f"input={one}", f"output={Path(folder) / 'out.conllu'}",
                    "device=cpu"]
         start = time.perf_counter()
@@ -253,14 +266,14 @@ def cli_cold(args: argparse.Namespace) -> float:
 
 def whole(args: argparse.Namespace, kind: str) -> dict:
     """A fresh process over ``--large``, launch to exit: CPU s (the child's user + system time)
-    and wall s. ``kind``: spacy (its worker), parser, parser-confidence (``parser.cli.predict``)."""
+    and wall s. ``kind``: spacy (its worker), parser, parser-confidence (``parser-predict``)."""
     with tempfile.TemporaryDirectory() as folder:
         if kind in EXCLUDED:
             command = [sys.executable, str(Path(__file__).resolve()), "--worker", kind,
                        "--core", str(args.core), "--input", args.large, "--checkpoint", args.checkpoint,
                        "--spacy-path", args.spacy_path, "--spacy-model", args.spacy_model]
         else:
-            command = ["taskset", "-c", str(args.core), sys.executable, "-m", "parser.cli.predict",
+            command = ["taskset", "-c", str(args.core), script("parser-predict"),
                        f"checkpoint={args.checkpoint}", f"input={args.large}",
                        f"output={Path(folder) / 'out.conllu'}", "device=cpu", *args.option,
                        f"confidence={str(kind == 'parser-confidence').lower()}"]
@@ -328,7 +341,7 @@ def report(args: argparse.Namespace, runs: dict[str, list[dict]], cli: list[floa
         for name, done in large.items():
             cpu, wall = median(done, "cpu"), median(done, "wall")
             label = f"{name} worker" if name in EXCLUDED else (
-                f"python -m parser.cli.predict confidence={str(name != 'parser').lower()}")
+                f"parser-predict confidence={str(name != 'parser').lower()}")
             ratio = f"{words / cpu / base:.2f}" if base else "-"
             lines.append(f"| {label} | {cpu:.2f} | {wall:.2f} | {words / cpu:,.0f} | "
                          f"{words / wall:,.0f} | {ratio} |")
@@ -339,7 +352,7 @@ def report(args: argparse.Namespace, runs: dict[str, list[dict]], cli: list[floa
                        f"{len(runs[colds[0]])} fresh processes; CPU s, wall s in brackets):"), "",
                   ("| process | import torch | import the rest | load the model | parse + write | "
                    "whole process (CPU from interpreter start; wall from launch to exit) | "
-                   "`python -m parser.cli.predict` wall |"),
+                   "`parser-predict` wall |"),
                   "|---|---:|---:|---:|---:|---:|---:|"]
         for name in colds:
             cold = runs[name]

@@ -11,8 +11,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from udtools import udeval
-
 __all__ = [
     "ENHANCED_METRICS", "METRICS", "OfficialScore", "format_official_table", "official_evaluation",
     "official_scores",
@@ -42,6 +40,8 @@ class OfficialScore:
 
 
 def _load(path: Path, *, role: str, other: Path, multiple_roots_okay: bool):
+    from udtools import udeval  # here: its import (regex, udapi) is a prediction's start-up cost
+
     treebank_type = {"multiple_roots_okay": multiple_roots_okay}
     try:
         with open(path, encoding="utf-8") as file:
@@ -64,6 +64,8 @@ def official_evaluation(
     Raises ``FileNotFoundError`` for a missing file and ``ValueError`` naming both files when the
     script rejects them (malformed CoNLL-U, cycles, several roots, different tokenisation).
     """
+    from udtools import udeval
+
     gold_path, pred_path = Path(gold_path), Path(pred_path)
     gold = _load(gold_path, role="gold", other=pred_path, multiple_roots_okay=multiple_roots_okay)
     pred = _load(pred_path, role="prediction", other=gold_path, multiple_roots_okay=multiple_roots_okay)

@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from udtools import Validator
-
 __all__ = ["validate_conllu"]
 
 
@@ -30,6 +28,8 @@ def validate_conllu(
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"CoNLL-U file to validate not found: {path}")
+    from udtools import Validator  # here: its import (regex, udapi) is a prediction's start-up cost
+
     # udvalidate's own rule: no language-specific tests below level 4.
     validator = Validator(lang=lang if level >= 4 else "ud", level=level, output=None, max_store=0)
     state = validator.validate_files([str(path)])
