@@ -67,18 +67,20 @@ def load_checkpoint(path: str | os.PathLike, *, map_location: str | torch.device
         )
     if not path.is_file():
         raise CheckpointError(f"checkpoint {path}: no such file")
-    data = path.read_bytes()
     source: Path | io.BytesIO = path
-    if data.startswith(_MAGIC):
-        expected = data[len(_MAGIC) : _HEADER - 1].decode("ascii", "replace")
-        found = hashlib.sha256(memoryview(data)[_HEADER:]).hexdigest()
-        if found != expected:
+    with open(path, "rb") as handle:
+        header = handle.read(_HEADER)
+        # the payload read as its own bytes object, which BytesIO shares instead of copying
+        payload = handle.read() if header.startswith(_MAGIC) else None
+    if payload is not None:
+        expected = header[len(_MAGIC) : _HEADER - 1].decode("ascii", "replace")
+        if hashlib.sha256(payload).hexdigest() != expected:
             raise CheckpointError(
-                f"checkpoint {path} ({len(data)} bytes) is truncated or corrupt (its content does not "
-                "match the sha256 digest written with it) and was refused"
+                f"checkpoint {path} ({len(header) + len(payload)} bytes) is truncated or corrupt (its "
+                "content does not match the sha256 digest written with it) and was refused"
             )
-        source = io.BytesIO(memoryview(data)[_HEADER:])
-    del data
+        source = io.BytesIO(payload)
+    del payload
     try:
         state = torch.load(source, map_location=map_location, weights_only=True)
     except Exception as error:  # torch raises RuntimeError, EOFError, UnpicklingError ...

@@ -77,3 +77,13 @@ def test_unknown_rates(fixtures):
     assert rates["words"] == pytest.approx(unseen / len(forms))
     assert 0 < rates["words"] < 1 and rates["upos"] == 0.0
     assert vocabs.unknown_rates(train)["rels"] == 0.0
+
+
+def test_vocab_state_is_one_string_and_the_old_list_still_loads():
+    vocab = Vocab(["the", "", "a b", "x\u2028y"], name="words")  # odd but legal tokens survive
+    state = vocab.state_dict()
+    assert isinstance(state["tokens"], str)
+    assert Vocab.from_state_dict(state) == vocab
+    assert Vocab.from_state_dict({"name": "words", "tokens": vocab.tokens}) == vocab  # before joining
+    with pytest.raises(ValueError, match="holds a newline"):
+        Vocab(["a\nb"], name="words").state_dict()

@@ -249,7 +249,7 @@ def test_a_consistent_checkpoint_skips_the_exact_count_and_a_larger_vocabulary_d
     load_parser(checkpoint)
     assert counted == []
     state = load_checkpoint(checkpoint)
-    state["vocabs"]["words"]["tokens"] += [f"w{i}" for i in range(100_000)]
+    state["vocabs"]["words"]["tokens"] += "".join(f"\nw{i}" for i in range(100_000))
     larger = save_checkpoint(state, tmp_path / "larger-vocab.pt")
     with pytest.raises(RuntimeError, match="size mismatch"):  # its weights do not fit its vocabulary
         load_parser(larger)
