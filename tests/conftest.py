@@ -3,6 +3,7 @@ fail in CI (CI=true), where ../shared is always present and they must run."""
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -62,3 +63,17 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(previous)
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_log_handler():
+    """A command run in-process calls ``logging.basicConfig``, which binds a handler to the
+    stderr of the moment: the test's captured stream, closed after it. A later test's log line
+    would then print a 'Logging error' traceback into that test's output (its checks for
+    tracebacks failed by test order). Such handlers go with their test (pytest's own, of other
+    types, are left to it)."""
+    before = set(logging.getLogger().handlers)
+    yield
+    root = logging.getLogger()
+    for handler in [h for h in root.handlers if type(h) is logging.StreamHandler and h not in before]:
+        root.removeHandler(handler)
