@@ -4,9 +4,10 @@ collector on as usual, and exits without the interpreter's teardown.
 
 Why: importing torch makes a few hundred thousand objects. With the collector on, it walks them
 during the import and again when the process exits, and the teardown then frees them one by one
-before the operating system frees the memory anyway: together about half a second on this
-project's VM, a third of a one-sentence ``parser-predict`` (experiments/results/fast_parser.md,
-seventh round). Frozen objects are still freed when nothing refers to them; the collector only
+before the operating system frees the memory anyway: together about 0.4 s on this project's VM,
+a third of a one-sentence ``parser-predict`` (experiments/results/fast_parser.md, seventh
+round). Objects that are only freed by the teardown (no ``close``, no ``atexit``) are not
+finalised; every file this package writes is closed by its own code. Frozen objects are still freed when nothing refers to them; the collector only
 stops scanning them for cycles. The exit runs the ``atexit`` functions (log handlers, temporary
 folders) and flushes the standard streams first. ``python -m parser.cli.<name>`` runs the same
 command without the launcher.
