@@ -26,6 +26,11 @@ from parser.tokenize.text import Paragraph
 __all__ = ["MultiwordTable"]
 
 
+# Distinct forms whose split is remembered: a text's frequent forms (a tokenizer splits every
+# token; the rules cost about 8 us a form), memory bounded over a corpus of any size.
+REMEMBERED = 1 << 16
+
+
 def _lower(text: str) -> str:
     return text.lower()
 
@@ -43,6 +48,7 @@ class MultiwordTable:
         self.suffixes = suffixes or SuffixRules({}, max_suffix=0)
         self.prefixes = prefixes or SuffixRules({}, max_suffix=0)  # over reversed strings
         self.whole = frozenset(whole)  # seen forms kept whole although a rule would split them
+        self._remembered: dict[str, tuple[str, ...]] = {}  # form -> split (see REMEMBERED)
 
     def __len__(self) -> int:
         return len(self.splits)
@@ -74,10 +80,10 @@ class MultiwordTable:
             words, _ = min(counts.items(), key=lambda item: (-item[1], item[0]))
             if sum(counts.values()) > plain[form]:
                 splits[form] = words
-        table = cls(splits, suffixes=SuffixRules.build(by_suffix, **rule_options),
+        rules = cls(splits, suffixes=SuffixRules.build(by_suffix, **rule_options),
                     prefixes=SuffixRules.build(by_prefix, **rule_options))
-        table.whole = frozenset(f for f in plain if f not in splits and table._by_rule(f) is not None)
-        return table
+        whole = frozenset(f for f in plain if f not in splits and rules._by_rule(f) is not None)
+        return cls(splits, suffixes=rules.suffixes, prefixes=rules.prefixes, whole=whole)
 
     def _by_rule(self, form: str) -> tuple[str, ...] | None:
         suffix = self.suffixes.split(form)
@@ -88,6 +94,14 @@ class MultiwordTable:
 
     def split(self, form: str) -> tuple[str, ...]:
         """The words of the surface token ``form`` (itself alone when it is not split)."""
+        words = self._remembered.get(form)
+        if words is None:
+            words = self._split(form)
+            if len(self._remembered) < REMEMBERED:
+                self._remembered[form] = words
+        return words
+
+    def _split(self, form: str) -> tuple[str, ...]:
         lower = _lower(form)
         words = self.splits.get(lower)
         by_rule = words is None and lower not in self.whole

@@ -30,9 +30,12 @@ from __future__ import annotations
 from functools import cached_property
 from typing import ClassVar
 
+import numpy as np
 import torch
 from torch import Tensor
 from torch.distributions import Distribution, register_kl
+
+from parser.structs.decoding.native import native_viterbi
 
 
 def check_chain(scores: Tensor, lengths: Tensor) -> None:
@@ -193,21 +196,21 @@ class LinearChainCRF(Distribution):
         return picked.sum(dim=-1) - self.log_partition
 
     def argmax(self) -> Tensor:
-        """``[B, pos]`` long, the most probable tag sequence (Viterbi); 0 on padding."""
-        scores = self._clean.detach()
-        batch, positions, states = scores.shape[:3]
-        alive = position_mask(self.lengths, positions)
-        identity = torch.arange(states, device=scores.device).expand(batch, states)
-        best, pointers = scores[:, 0, 0, :], []
-        for i in range(1, positions):
-            step, arg = (best.unsqueeze(-1) + scores[:, i]).max(dim=-2)
-            pointers.append(torch.where(alive[:, i, None], arg, identity))
-            best = torch.where(alive[:, i, None], step, best)
-        tags = [best.argmax(dim=-1)]
-        for arg in reversed(pointers):  # identity pointers carry the last tag back through padding
-            tags.append(arg.gather(-1, tags[-1].unsqueeze(-1)).squeeze(-1))
-        tags = torch.stack(tags[::-1], dim=1)
-        return torch.where(alive, tags, torch.zeros_like(tags))
+        """``[B, pos]`` long, the most probable tag sequence (Viterbi); 0 on padding.
+
+        On the CPU, in compiled code (``viterbi_native.c``), else in numpy: the recursion is a
+        loop over positions of a few tiny operations, where torch's per-call overhead was most of
+        a tokenizer's decoding (a character per position). Both add and compare in the scores'
+        own dtype and take the first maximum, as torch does, so the tags are the same (tests
+        compare the three, and with enumeration)."""
+        scores = self._clean.detach().cpu()
+        if scores.dtype not in (torch.float32, torch.float64):  # half precision: numpy has no bfloat16
+            scores = scores.double()
+        scores, lengths = scores.numpy(), self.lengths.cpu().numpy()
+        tags = native_viterbi(scores, lengths)
+        if tags is None:
+            tags = _viterbi(scores, lengths)
+        return torch.from_numpy(tags).to(self.scores.device)
 
     def sample(self, n: int = 1, *, generator: torch.Generator | None = None) -> Tensor:  # type: ignore[override]
         """``[n, B, pos]`` long exact samples (backward filtering, forward sampling); 0 on padding."""
@@ -273,3 +276,27 @@ def _gumbel_argmax(logits: Tensor, generator: torch.Generator | None) -> Tensor:
 @register_kl(LinearChainCRF, LinearChainCRF)
 def _kl_chain_chain(p: LinearChainCRF, q: LinearChainCRF) -> Tensor:
     return p.kl(q)
+
+
+def _viterbi(scores: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``LinearChainCRF.argmax`` in numpy (where the compiled twin is not available)."""
+    batch, positions, states = scores.shape[:3]
+    pointers = np.empty((positions, batch, states), dtype=np.int64)
+    identity = np.broadcast_to(np.arange(states), (batch, states))
+    alive = (np.arange(positions)[:, None] < lengths)[:, :, None]  # [pos, B, 1]
+    best = scores[:, 0, 0, :]
+    for i in range(1, positions):
+        candidates = best[:, :, None] + scores[:, i]  # [B, prev, cur]
+        arg, step = candidates.argmax(axis=1), candidates.max(axis=1)
+        if alive[i].all():
+            pointers[i], best = arg, step
+        else:  # identity pointers carry the last tag back through padding
+            pointers[i] = np.where(alive[i], arg, identity)
+            best = np.where(alive[i], step, best)
+    tags = np.empty((batch, positions), dtype=np.int64)
+    tags[:, -1] = best.argmax(axis=1)
+    rows = np.arange(batch)
+    for i in range(positions - 1, 0, -1):
+        tags[:, i - 1] = pointers[i, rows, tags[:, i]]
+    tags[np.arange(positions) >= lengths[:, None]] = 0
+    return tags

@@ -1,16 +1,16 @@
 """The compiled decoders, built on first use: the maximum spanning tree (``mst_native.c``),
-Eisner's best projective tree (``eisner_native.c``) and the projective attachment of punctuation
-(``punct_native.c``).
+Eisner's best projective tree (``eisner_native.c``), the projective attachment of punctuation
+(``punct_native.c``) and a linear chain's best tags (``viterbi_native.c``).
 
 Every machine this project runs on has gcc and the C library, so the C twins of
-:mod:`parser.structs.decoding.mst`, :mod:`parser.structs.projective.eisner` and
-:mod:`parser.structs.decoding.punct_attachment` are compiled into
+:mod:`parser.structs.decoding.mst`, :mod:`parser.structs.projective.eisner`,
+:mod:`parser.structs.decoding.punct_attachment` and ``LinearChainCRF.argmax`` are compiled into
 one library the first time a process decodes (about a second) into a cache folder
 (``$PARSER_NATIVE_CACHE``, else ``~/.cache/parser/native``, else the temporary folder when that
 one cannot be written), keyed by the sources' digest, and loaded with ctypes. Where it cannot be
 built or loaded (no compiler), or with ``PARSER_NATIVE=0``, :func:`native_mst`,
-:func:`native_eisner` and :func:`native_punct` return None, said once in the log, and the
-pure-torch decoders run instead: each pair gives the same trees (tests compare them tree for
+:func:`native_eisner`, :func:`native_punct` and :func:`native_viterbi` return None, said once in
+the log, and the pure-torch (numpy for the chain) decoders run instead: each pair gives the same trees (tests compare them tree for
 tree), the torch ones stay the reference.
 """
 
@@ -29,12 +29,12 @@ import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["native_eisner", "native_library", "native_mst", "native_punct"]
+__all__ = ["native_eisner", "native_library", "native_mst", "native_punct", "native_viterbi"]
 
 log = logging.getLogger(__name__)
 
 SOURCES = tuple(Path(__file__).with_name(name) for name in ("mst_native.c", "eisner_native.c",
-                                                                    "punct_native.c"))
+                                                                    "punct_native.c", "viterbi_native.c"))
 
 
 def _cache_dir() -> Path:
@@ -69,6 +69,9 @@ def native_library() -> ctypes.CDLL | None:
                              ctypes.c_int, ctypes.c_void_p]
     library.punct_batch.restype = ctypes.c_int
     library.punct_batch.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int] * 2 + [ctypes.c_void_p] * 2
+    for function in (library.viterbi_float, library.viterbi_double):
+        function.restype = ctypes.c_int
+        function.argtypes = [ctypes.c_void_p, ctypes.c_void_p] + [ctypes.c_int] * 3 + [ctypes.c_void_p]
     return library
 
 
@@ -129,6 +132,24 @@ def native_punct(heads: Tensor, lengths: Tensor, marked: Tensor, scores: Tensor)
                            weights.ctypes.data, batch, size, out.ctypes.data, stuck.ctypes.data):
         return None
     return torch.from_numpy(out), torch.from_numpy(stuck.astype(bool))
+
+
+def native_viterbi(scores: np.ndarray, lengths: np.ndarray) -> np.ndarray | None:
+    """``tags [B, pos]`` int64 of ``LinearChainCRF.argmax`` for float32 or float64 ``scores [B,
+    pos, S, S]`` (padding cleaned) and ``lengths [B]`` by the compiled twin, in the scores' own
+    precision; None when it is not available."""
+    library = native_library()
+    function = {np.dtype(np.float32): "viterbi_float", np.dtype(np.float64): "viterbi_double"}.get(scores.dtype)
+    if library is None or function is None:
+        return None
+    batch, positions, states = scores.shape[:3]
+    weights = np.ascontiguousarray(scores)
+    counts = np.ascontiguousarray(lengths, dtype=np.int64)
+    tags = np.zeros((batch, positions), dtype=np.int64)
+    if getattr(library, function)(weights.ctypes.data, counts.ctypes.data, batch, positions, states,
+                                  tags.ctypes.data):
+        return None
+    return tags
 
 
 def _c_array(tensor: Tensor, dtype: type) -> np.ndarray:

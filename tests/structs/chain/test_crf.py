@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from scipy.stats import chisquare
 
 from parser.structs import LinearChainCRF
+from parser.structs.chain import crf
+from parser.structs.chain.crf import clean_scores
+from parser.structs.decoding import native
+from parser.tokenize.model import CharTagger
 from tests.structs.brute_chain import brute_kl, brute_quantities, enumerate_chain
 
 LENGTHS = torch.tensor([4, 1, 3, 2])
@@ -169,3 +174,57 @@ def test_float32_is_supported():
     torch.testing.assert_close(
         dist.log_partition.double(), LinearChainCRF(scores.double(), LENGTHS).log_partition
     )
+
+
+def _torch_viterbi(scores: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """The Viterbi recursion in torch (the decoder before it moved to numpy): the reference."""
+    batch, positions, states = scores.shape[:3]
+    alive = torch.arange(positions)[None] < lengths[:, None]
+    identity = torch.arange(states).expand(batch, states)
+    best, pointers = scores[:, 0, 0, :], []
+    for i in range(1, positions):
+        step, arg = (best.unsqueeze(-1) + scores[:, i]).max(dim=-2)
+        pointers.append(torch.where(alive[:, i, None], arg, identity))
+        best = torch.where(alive[:, i, None], step, best)
+    tags = [best.argmax(dim=-1)]
+    for arg in reversed(pointers):
+        tags.append(arg.gather(-1, tags[-1].unsqueeze(-1)).squeeze(-1))
+    return torch.where(alive, torch.stack(tags[::-1], dim=1), 0)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_argmax_equals_the_torch_recursion_ties_included(dtype, compiled, monkeypatch):
+    """Compiled and numpy decoders against the torch recursion; integer scores tie everywhere:
+    the first maximum must be chosen as torch chose it."""
+    if compiled:
+        assert native.native_library() is not None  # gcc is on every machine of this project
+    else:
+        monkeypatch.setattr(crf, "native_viterbi", lambda scores, lengths: None)
+    generator = torch.Generator().manual_seed(3)
+    short = torch.tensor([40, 1, 17, 2, 39, 25])
+    for scores, lengths in (
+            (torch.randint(-2, 3, (6, 40, 4, 4), generator=generator).to(dtype), short),
+            (torch.randn(6, 40, 5, 5, generator=generator, dtype=dtype), short),
+            (torch.randn(3, 700, 4, 4, generator=generator, dtype=dtype) * 1e-3,  # long, near-ties
+             torch.tensor([700, 3, 650]))):
+        tags = LinearChainCRF(scores, lengths).argmax()
+        assert tags.dtype == torch.long
+        assert torch.equal(tags, _torch_viterbi(clean_scores(scores, lengths), lengths))
+
+
+def test_compiled_and_numpy_viterbi_agree_on_a_tokenizers_scores():
+    """A tokenizer's scores: an (untrained) character tagger's emissions under its transition
+    rules, the forbidden transitions included."""
+    generator = torch.Generator().manual_seed(0)
+    model = CharTagger(n_chars=40, hidden=16)
+    chars = torch.randint(3, 40, (8, 300), generator=generator)
+    classes = torch.randint(1, 5, (8, 300), generator=generator)
+    lengths = torch.tensor([300, 250, 7, 1, 299, 120, 64, 33])
+    with torch.no_grad():
+        dist = model(chars, classes, lengths)
+    scores = clean_scores(dist.scores, lengths)
+    compiled = native.native_viterbi(scores.numpy(), lengths.numpy())
+    assert compiled is not None
+    assert np.array_equal(compiled, crf._viterbi(scores.numpy(), lengths.numpy()))
+    assert torch.equal(torch.from_numpy(compiled), _torch_viterbi(scores, lengths))
