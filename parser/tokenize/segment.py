@@ -97,6 +97,10 @@ def tag_texts(tokenizer: TrainedTokenizer, texts: Sequence[str], *,
     for t, text in enumerate(texts):
         for start in range(0, len(text), window):
             jobs.append((t, start, min(start + window, len(text)), max(0, start - context)))
+    # longest first: a batch runs as many LSTM steps as its longest window, so windows of like
+    # lengths batched together leave fewer steps to rows that have ended (each window's tags are
+    # its own: the order changes no tag)
+    jobs.sort(key=lambda job: min(job[2] + context, len(texts[job[0]])) - job[3], reverse=True)
     tags: list[list[int]] = [[0] * len(text) for text in texts]
     encoded = [encode(text, tokenizer.chars) for text in texts]
     was_training = model.training
