@@ -18,8 +18,8 @@ with an integer id).
   (:func:`parser.inference.load_decoder`) is timed in the same process and also reported
   subtracted, as "parse only".
 - whole processes (``--large``, e.g. EWT train): spaCy's worker and the ``parser-predict``
-  console script (beside the interpreter) over the large input, each a fresh process from launch to exit (CPU from
-  the kernel's account of the child, wall outside), the way a user runs them.
+  console script (beside the interpreter) over the large input, each a fresh process from launch
+  to exit (CPU from the kernel's account of the child, wall outside), the way a user runs them.
 - ``--option key=value``: passed to ``predict_file`` and to the command line alike (e.g.
   ``label_grid=false`` for a checkpoint trained before the option).
 - cold start: a fresh process imports torch, then ``parser.cli.predict`` (what ``parser-predict``
@@ -27,7 +27,8 @@ with an integer id).
   :mod:`parser.cli.launch`), loads the checkpoint and parses the input's first sentence (written
   to a string); the steps are timed inside it, and the process's wall time (interpreter start to
   exit) outside. The same for the real command line, the ``parser-predict`` script on a
-  one-sentence file, and for spaCy (``spacy-cold``: import spaCy, load the issue's pipeline, one sentence).
+  one-sentence file, and for spaCy (``spacy-cold``: import spaCy, load the issue's pipeline, one
+  sentence).
 
 spaCy is not a dependency of the project: install it outside the environment and point
 ``--spacy-path`` (or ``SPACY_PATH``) at that folder, which is put first on ``sys.path`` of the
@@ -171,10 +172,10 @@ def run_cold(args: argparse.Namespace) -> dict:
     import gc
     import io  # the imports are what is timed
 
-    gc.disable()  # as parser.cli.launch imports a command
     import torch
     torch_import = lap()
 
+    gc.disable()  # as parser.cli.launch imports a command (torch came with ``import parser``)
     from parser.cli.predict import main  # noqa: F401
     from parser.data.conllu_io import read_conllu
     from parser.inference import load_decoder, parse, write_predictions

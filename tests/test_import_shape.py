@@ -21,11 +21,6 @@ LAZY_ALLOWED = {
     "udtools",  # the official scorer and validator (regex, udapi): not a prediction's start-up cost
 }
 
-# The one parser import that may sit inside a function: the package's export ``parser.Pipeline``,
-# loaded on first use so that importing ``parser.cli.launch`` (every console script) imports no
-# torch before the launcher pauses the garbage collector.
-LAZY_EXPORT = ("parser", "parser.pipeline")
-
 # The intended order (a package may import only from packages before it).
 LAYERS = [
     {"parser.structs", "parser.config", "parser.runtime"},
@@ -160,7 +155,6 @@ def test_every_sub_package_has_a_layer():
 def _local_parser_imports(*, in_structs: bool) -> list[str]:
     return [f"{where}: {target}" for module, target, inside, where in _imports()
             if inside and (target == "parser" or target.startswith("parser."))
-            and (module, target) != LAZY_EXPORT
             and (_package(module) == "parser.structs") == in_structs]
 
 

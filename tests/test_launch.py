@@ -77,16 +77,3 @@ def test_exit_functions_run_and_buffered_output_is_flushed(tmp_path):
 def test_an_exception_in_the_command_is_a_traceback_and_status_1(tmp_path):
     done = _launch(tmp_path, 'raise RuntimeError("a bug")\n')
     assert done.returncode == 1 and "RuntimeError: a bug" in done.stderr and "not reached" not in done.stdout
-
-
-def test_importing_the_launcher_imports_no_torch():
-    """The launcher pauses the collector before the command imports torch: neither ``parser``
-    nor ``parser.cli`` may import it first (``parser.Pipeline`` is loaded on first use)."""
-    code = "import sys, parser.cli.launch; print(sorted({'torch', 'numpy'} & set(sys.modules)))"
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
-                          timeout=120, check=True)
-    assert done.stdout.strip() == "[]"
-    code = "import parser; print(parser.Pipeline.__module__)"
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
-                          timeout=120, check=True)
-    assert done.stdout.strip() == "parser.pipeline"

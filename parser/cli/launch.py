@@ -1,15 +1,16 @@
 """The console scripts of pyproject.toml: each imports its command's module with Python's cyclic
-garbage collector paused, freezes what the import made (``gc.freeze``), runs the command with the
-collector on as usual, and exits without the interpreter's teardown.
+garbage collector paused, freezes everything imported so far (``gc.freeze``), runs the command
+with the collector on as usual, and exits without the interpreter's teardown.
 
-Why: importing torch makes a few hundred thousand objects. With the collector on, it walks them
-during the import and again when the process exits, and the teardown then frees them one by one
-before the operating system frees the memory anyway: together about 0.4 s on this project's VM,
-a third of a one-sentence ``parser-predict`` (experiments/results/fast_parser.md, seventh
-round). Objects that are only freed by the teardown (no ``close``, no ``atexit``) are not
-finalised; every file this package writes is closed by its own code. Frozen objects are still freed when nothing refers to them; the collector only
-stops scanning them for cycles. The exit runs the ``atexit`` functions (log handlers, temporary
-folders) and flushes the standard streams first. ``python -m parser.cli.<name>`` runs the same
+Why: importing torch makes a few hundred thousand objects (``import parser`` already imports it:
+the package exports ``Pipeline``). Unfrozen, the collector walks them again in every full pass and
+at exit, and the teardown then frees them one by one before the operating system frees the memory
+anyway: a one-sentence ``parser-predict`` took 1.6-1.8 s without this launcher, about 1.1 s with
+it (experiments/results/fast_parser.md, seventh round). Frozen objects are still freed when
+nothing refers to them; the collector only stops scanning them for cycles. The exit runs the
+``atexit`` functions (log handlers, temporary folders) and flushes the standard streams first;
+objects only the teardown would free (no ``close``, no ``atexit``) are not finalised, and every
+file this package writes is closed by its own code. ``python -m parser.cli.<name>`` runs the same
 command without the launcher.
 """
 

@@ -10,8 +10,8 @@ one library the first time a process decodes (about a second) into a cache folde
 one cannot be written), keyed by the sources' digest, and loaded with ctypes. Where it cannot be
 built or loaded (no compiler), or with ``PARSER_NATIVE=0``, :func:`native_mst`,
 :func:`native_eisner`, :func:`native_punct` and :func:`native_viterbi` return None, said once in
-the log, and the pure-torch (numpy for the chain) decoders run instead: each pair gives the same trees (tests compare them tree for
-tree), the torch ones stay the reference.
+the log, and the pure-torch decoders (numpy for the chain) run instead: each pair gives the same
+trees or tags (tests compare them one for one), the torch and numpy ones stay the reference.
 """
 
 from __future__ import annotations
