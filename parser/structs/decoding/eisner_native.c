@@ -5,20 +5,25 @@
  * spanning tree decoder by parser/structs/decoding/native.py.
  *
  * scores: [batch][size][size] doubles, row = dependent, column = head, index 0 = ROOT, -inf a
- * forbidden arc; lengths: words per sentence (<= size - 1). heads: [batch][size], written for
- * words 1..length (0 elsewhere). Single root: ROOT heads exactly one word. Returns the number of
- * sentences without a projective tree of finite score (their heads are left 0; the caller raises).
+ * forbidden arc; lengths: int64 words per sentence (0..size - 1, checked before anything is
+ * written). heads: [batch][size] int64, written for words 1..length (0 elsewhere). Single root:
+ * ROOT heads exactly one word. Returns the number of sentences without a projective tree of
+ * finite score (their heads are left 0; the caller raises), or NATIVE_BAD_INPUT (a length out of
+ * range) or NATIVE_NO_MEMORY (nothing is leaked).
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 enum { LEFT = 0, RIGHT = 1 };
+enum { NATIVE_NO_MEMORY = -1, NATIVE_BAD_INPUT = -2 };
 
 /* Tables over spans [i, j] of m = n + 1 positions, side last: index ((i * m) + j) * 2 + side. */
 #define AT(i, j, side) ((((i) * m) + (j)) * 2 + (side))
 
-/* One sentence: w is [size][size] (row dependent), n its words; head gets n + 1 entries. */
-static int eisner_one(const double *w, int size, int n, int single_root, long *head) {
+/* One sentence: w is [size][size] (row dependent), n its words; head gets n + 1 entries.
+ * 0, 1 without a finite tree, or NATIVE_NO_MEMORY. */
+static int eisner_one(const double *w, int size, int n, int single_root, int64_t *head) {
     int m = n + 1;
     double *complete = malloc(sizeof(double) * m * m * 2);
     double *incomplete = malloc(sizeof(double) * m * m * 2);
@@ -27,6 +32,10 @@ static int eisner_one(const double *w, int size, int n, int single_root, long *h
     /* backtracking: (i, j, side, complete) entries; spans nest at most 2m + 2 deep */
     int *stack = malloc(sizeof(int) * 4 * (8 * m + 8));
     int status = 0;
+    if (!complete || !incomplete || !split_complete || !split_incomplete || !stack) {
+        status = NATIVE_NO_MEMORY;
+        goto done;
+    }
 #define ARC(h, d) (((d) == 0 || (h) == (d) || (single_root && (h) == 0)) ? -INFINITY : w[(d) * size + (h)])
     for (int i = 0; i < m; i++) {
         complete[AT(i, i, LEFT)] = complete[AT(i, i, RIGHT)] = 0.0;
@@ -107,15 +116,20 @@ done:
     return status;
 }
 
-int eisner_batch(const double *scores, const long *lengths, int batch, int size, int single_root,
-                 long *heads) {
+int eisner_batch(const double *scores, const int64_t *lengths, int batch, int size,
+                 int single_root, int64_t *heads) {
+    if (batch < 0 || size < 1) return NATIVE_BAD_INPUT;
+    for (int b = 0; b < batch; b++)
+        if (lengths[b] < 0 || lengths[b] > size - 1) return NATIVE_BAD_INPUT;
     int failed = 0;
     for (int b = 0; b < batch; b++) {
-        long *head = heads + (long)b * size;
+        int64_t *head = heads + (size_t)b * size;
         for (int i = 0; i < size; i++) head[i] = 0;
         int n = (int)lengths[b];
         if (n == 0) continue;
-        if (eisner_one(scores + (long)b * size * size, size, n, single_root, head)) {
+        int status = eisner_one(scores + (size_t)b * size * size, size, n, single_root, head);
+        if (status == NATIVE_NO_MEMORY) return NATIVE_NO_MEMORY;
+        if (status) {
             for (int i = 0; i < size; i++) head[i] = 0;
             failed++;
         }

@@ -5,19 +5,25 @@
  * the two tree for tree.
  *
  * scores: [batch][size][size] doubles, row = dependent, column = head, index 0 = ROOT, -inf a
- * forbidden arc; lengths: words per sentence (<= size - 1). heads: [batch][size], written for
- * words 1..length (0 elsewhere). Returns the number of sentences without a finite tree (their
- * heads are left 0; the caller raises).
+ * forbidden arc; lengths: int64 words per sentence (0..size - 1, checked before anything is
+ * written). heads: [batch][size] int64, written for words 1..length (0 elsewhere). Returns the
+ * number of sentences without a finite tree (their heads are left 0; the caller raises), or
+ * NATIVE_BAD_INPUT (a length out of range) or NATIVE_NO_MEMORY (nothing is leaked).
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* w: m x m (row dependent, column head), node 0 the root; head: m entries out. 0 on success. */
+enum { NATIVE_NO_MEMORY = -1, NATIVE_BAD_INPUT = -2 };
+
+/* w: m x m (row dependent, column head), node 0 the root; head: m entries out. 0 on success,
+ * 1 without a finite tree, NATIVE_NO_MEMORY. */
 static int cle(const double *w, int m, int *head) {
     int *best = malloc(sizeof(int) * m), *mark = malloc(sizeof(int) * m);
     int *in_cycle = malloc(sizeof(int) * m);
     int status = 0;
+    if (!best || !mark || !in_cycle) { status = NATIVE_NO_MEMORY; goto done; }
     for (int d = 1; d < m; d++) {
         int argmax = -1;
         double top = -INFINITY;
@@ -44,14 +50,17 @@ static int cle(const double *w, int m, int *head) {
     int v = cycle_node;
     do { in_cycle[v] = 1; v = best[v]; } while (v != cycle_node);
     /* contract: the nodes outside the cycle keep their order, the cycle becomes the last node */
-    int *old_of = malloc(sizeof(int) * m);
     int k = 0;
-    for (int i = 0; i < m; i++) if (!in_cycle[i]) old_of[k++] = i;
+    for (int i = 0; i < m; i++) k += !in_cycle[i];
     int c = k, n2 = k + 1;
+    int *old_of = malloc(sizeof(int) * m);
     double *w2 = malloc(sizeof(double) * n2 * n2);
     int *enter_from = malloc(sizeof(int) * n2);  /* cycle dependent chosen per outside head */
     int *leave_to = malloc(sizeof(int) * n2);    /* cycle head chosen per outside dependent */
     int *head2 = malloc(sizeof(int) * n2);
+    if (!old_of || !w2 || !enter_from || !leave_to || !head2) { status = NATIVE_NO_MEMORY; goto contracted; }
+    k = 0;
+    for (int i = 0; i < m; i++) if (!in_cycle[i]) old_of[k++] = i;
     for (int i = 0; i < n2 * n2; i++) w2[i] = -INFINITY;
     for (int a = 0; a < k; a++) {
         int d = old_of[a];
@@ -89,6 +98,7 @@ static int cle(const double *w, int m, int *head) {
             head[enter_from[entry]] = old_of[entry];
         head[0] = 0;
     }
+contracted:
     free(old_of); free(w2); free(enter_from); free(leave_to); free(head2);
 done:
     free(best); free(mark); free(in_cycle);
@@ -101,14 +111,18 @@ static int root_children(const int *head, int m) {
     return count;
 }
 
-int mst_batch(const double *scores, const long *lengths, int batch, int size, int single_root,
-              long *heads) {
+int mst_batch(const double *scores, const int64_t *lengths, int batch, int size, int single_root,
+              int64_t *heads) {
+    if (batch < 0 || size < 1) return NATIVE_BAD_INPUT;
+    for (int b = 0; b < batch; b++)
+        if (lengths[b] < 0 || lengths[b] > size - 1) return NATIVE_BAD_INPUT;
     int failed = 0;
     double *w = malloc(sizeof(double) * size * size);
     int *head = malloc(sizeof(int) * size);
+    if (!w || !head) { free(w); free(head); return NATIVE_NO_MEMORY; }
     for (int b = 0; b < batch; b++) {
         const double *s = scores + (size_t)b * size * size;
-        long *out = heads + (size_t)b * size;
+        int64_t *out = heads + (size_t)b * size;
         int m = (int)lengths[b] + 1;
         for (int i = 0; i < size; i++) out[i] = 0;
         if (m < 2) continue;
@@ -135,6 +149,7 @@ int mst_batch(const double *scores, const long *lengths, int batch, int size, in
             for (int d = 1; d < m; d++) w[d * m] -= penalty;
             status = cle(w, m, head);
         }
+        if (status == NATIVE_NO_MEMORY) { failed = NATIVE_NO_MEMORY; break; }
         if (status != 0) { failed++; continue; }
         for (int d = 1; d < m; d++) out[d] = head[d];
     }

@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from parser.structs.decoding.native import native_punct
+from parser.structs.decoding.native import check_punct_inputs, native_punct
 from parser.structs.decoding.unit_attachment import lift_children
 
 __all__ = ["attach_punct_projectively"]
@@ -35,12 +35,14 @@ def attach_punct_projectively(heads: Tensor, lengths: Tensor, marked: Tensor, sc
     projective tree of the other words always allows one (the guidelines' head,
     :mod:`.unit_attachment`), so a caller can decode those sentences projectively instead.
 
-    heads: decoded trees (``heads[:, 0]`` and padding ignored); lengths: ``[B]`` words. A sentence
-    whose root word is marked, or with no unmarked word, is left as decoded.
+    heads: decoded trees (``heads[:, 0]`` and padding ignored, each word's head in ``0..N``);
+    lengths: ``[B]`` words in ``0..N``; ValueError naming the tensor otherwise. A sentence whose root
+    word is marked, or with no unmarked word, is left as decoded.
 
     native: CPU tensors go to the compiled twin where it is available
     (:mod:`parser.structs.decoding.native`, the same heads); False: this module's torch code.
     """
+    check_punct_inputs(heads, lengths, marked, scores)
     found = native_punct(heads, lengths, marked, scores) if native else None
     if found is not None:
         return found

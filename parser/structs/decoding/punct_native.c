@@ -4,15 +4,19 @@
  * in tests/structs/test_punct_attachment.py. O(marks * n^2) per sentence where the torch version
  * runs a dozen [B, n, n] tensor operations per mark.
  *
- * heads: [batch][size] decoded trees; lengths: words per sentence; marked: [batch][size] bytes;
- * scores: [batch][size][size] doubles (row = dependent, column = head). out: [batch][size] the
- * new heads (a copy of heads where nothing changes); stuck: [batch] bytes, 1 where some mark had
- * no allowed head (it keeps its decoded head). Returns 0, or 1 when memory runs out.
+ * heads: [batch][size] int64 decoded trees (a word's head in 0..size - 1); lengths: int64 words
+ * per sentence (0..size - 1); marked: [batch][size] bytes; scores: [batch][size][size] doubles
+ * (row = dependent, column = head). out: [batch][size] the new heads (a copy of heads where
+ * nothing changes); stuck: [batch] bytes, 1 where some mark had no allowed head (it keeps its
+ * decoded head). Returns 0, NATIVE_BAD_INPUT (a length or a word's head out of range, checked
+ * before anything is written) or NATIVE_NO_MEMORY.
  */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+enum { NATIVE_NO_MEMORY = -1, NATIVE_BAD_INPUT = -2 };
 
 static void attach_one(const int64_t *heads, int n, const uint8_t *marked_in, const double *scores,
                        int size, int64_t *tree, uint8_t *stuck, uint8_t *marked, uint8_t *content,
@@ -83,9 +87,17 @@ static void attach_one(const int64_t *heads, int n, const uint8_t *marked_in, co
 
 int punct_batch(const int64_t *heads, const int64_t *lengths, const uint8_t *marked,
                 const double *scores, int batch, int size, int64_t *out, uint8_t *stuck) {
+    if (batch < 0 || size < 1) return NATIVE_BAD_INPUT;
+    for (int b = 0; b < batch; b++) {
+        if (lengths[b] < 0 || lengths[b] > size - 1) return NATIVE_BAD_INPUT;
+        for (int64_t x = 1; x <= lengths[b]; x++) {
+            int64_t h = heads[(size_t)b * size + x];
+            if (h < 0 || h > size - 1) return NATIVE_BAD_INPUT;
+        }
+    }
     uint8_t *work = malloc((size_t)size * 3 + (size_t)size * size);
     int *over = malloc(sizeof(int) * size);
-    if (!work || !over) { free(work); free(over); return 1; }
+    if (!work || !over) { free(work); free(over); return NATIVE_NO_MEMORY; }
     for (int b = 0; b < batch; b++)
         attach_one(heads + (size_t)b * size, (int)lengths[b], marked + (size_t)b * size,
                    scores + (size_t)b * size * size, size, out + (size_t)b * size, stuck + b,

@@ -6,22 +6,27 @@
  *
  * scores: [batch][positions][states][states] (position, previous tag, tag; position 0 reads row
  * 0), finite where they count; lengths: positions per chain (1..positions). tags: [batch]
- * [positions], written for every position (0 on padding). Returns 1 for a length out of range,
- * or when memory runs out, else 0.
+ * [positions], written for every position (0 on padding). Returns 0, NATIVE_BAD_INPUT (a length
+ * out of range, checked before anything is written) or NATIVE_NO_MEMORY.
  */
 #include <stdint.h>
 #include <stdlib.h>
 
+enum { NATIVE_NO_MEMORY = -1, NATIVE_BAD_INPUT = -2 };
+
 #define VITERBI(NAME, REAL)                                                                      \
     int NAME(const REAL *scores, const int64_t *lengths, int batch, int positions, int states,   \
              int64_t *tags) {                                                                    \
+        if (batch < 0 || states < 1 || (batch > 0 && positions < 1)) return NATIVE_BAD_INPUT;    \
+        if (batch == 0) return 0;                                                                \
+        for (int b = 0; b < batch; b++)                                                          \
+            if (lengths[b] < 1 || lengths[b] > positions) return NATIVE_BAD_INPUT;               \
         REAL *best = malloc(sizeof(REAL) * 2 * states);                                          \
-        int64_t *back = malloc(sizeof(int64_t) * (positions > 0 ? positions : 1) * states);      \
-        int status = best == NULL || back == NULL;                                               \
+        int64_t *back = malloc(sizeof(int64_t) * (size_t)positions * states);                    \
+        int status = best == NULL || back == NULL ? NATIVE_NO_MEMORY : 0;                        \
         for (int b = 0; b < batch && !status; b++) {                                             \
             const REAL *s = scores + (int64_t)b * positions * states * states;                   \
             int64_t n = lengths[b], *out = tags + (int64_t)b * positions;                        \
-            if (n < 1 || n > positions) { status = 1; break; }                                   \
             REAL *now = best, *next = best + states;                                             \
             for (int c = 0; c < states; c++) now[c] = s[c];                                      \
             for (int64_t i = 1; i < n; i++) {                                                    \
