@@ -33,6 +33,7 @@ import torch
 
 from parser.data.conllu_io import Sentence
 from parser.data.conllu_stream import stream_conllu
+from parser.data.text_files import open_text
 from parser.data.vocab import Vocabularies
 from parser.inference import MAX_WORDS, Annotator, ParseCount, load_decoder, reads_upos
 from parser.inference.fixed_arcs import ArcConstraints
@@ -237,7 +238,7 @@ class Pipeline:
         annotator = self.annotator(kbest=kbest, samples=samples, seed=seed, keep_heads=keep_heads,
                                    keep_columns=keep_columns, name=str(input_path))
         count = failed = 0
-        with open(input_path, encoding="utf-8") as source, atomic_write(output_path) as out:
+        with open_text(input_path) as source, atomic_write(output_path) as out:
             if format == "conllu":
                 sentences = stream_conllu(input_path, require_trees=False,
                                           check_heads=keep_heads != "given")

@@ -17,7 +17,7 @@ file (``parser-pipeline build``: tokenizer, tagger and parser in one) given as `
 a ``checkpoint=`` ending in ``.pipeline``; with a pipeline, an input not ending in ``.conllu`` is
 raw text (``format=raw``; ``format=text`` reads one tokenised sentence per line). Every option
 below works on every input kind. ``input=-`` reads standard input, ``output=-`` writes standard
-output (the summary then goes to standard error); an input ending in ``.gz`` or ``.xz`` is
+output (the summary then goes to standard error); an input ending in ``.gz``, ``.bz2`` or ``.xz`` is
 decompressed as it is read. The output is
 CoNLL-U with HEAD and DEPREL filled and every other column, comment, multiword token and empty
 node kept byte for byte, except the enhanced graph: it was built on the input's heads, so DEPS
@@ -89,7 +89,7 @@ PARTIAL = 3  # exit status: the output is whole but some sentences are written w
 OPTIONS = {
     "checkpoint": None,  # a parser checkpoint, or a pipeline file (*.pipeline)
     "pipeline": None,  # a pipeline file (parser-pipeline build): tokenizer, tagger and parser
-    "input": None,  # a file (.gz, .xz: decompressed), or - for standard input
+    "input": None,  # a file (.gz, .bz2, .xz: decompressed), or - for standard input
     "output": None,  # a file, or - for standard output
     "format": "auto",  # auto | conllu | text | raw (raw: with a pipeline or tokenizer=)
     "tokenizer": None,  # tokenizer checkpoint (parser-train-tokenizer): the input is raw text

@@ -51,6 +51,7 @@ from pathlib import Path
 from parser.cli.predict import decoder_overrides
 from parser.cli.shell import UsageError, parse_bool, run_key_value_cli
 from parser.data.conllu_io import Sentence
+from parser.data.text_files import open_text
 from parser.inference import Annotator
 from parser.inference.select_pool import Pool, select_pool
 from parser.inference.selection import SelectOptions
@@ -197,7 +198,7 @@ class _RawPool:
         self.path, self.tokenizer = path, tokenizer
 
     def __call__(self) -> Iterator[Sentence]:
-        with open(self.path, encoding="utf-8") as lines:
+        with open_text(self.path) as lines:
             yield from iter_sentences(self.tokenizer, read_paragraph_stream(lines),
                                       path=str(self.path))
 

@@ -335,8 +335,17 @@ def parse_spec(data: object, *, source: str) -> tuple[Constraint, ...]:
 def read_spec(path: str | Path) -> tuple[Constraint, ...]:
     """Read and validate a YAML constraint file."""
     path = Path(path)
+    raw = path.read_bytes()
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:  # Python's message names neither the file nor the line
+        start = error.start
+        line_start = raw.rfind(b"\n", 0, start) + 1
+        line, column = raw.count(b"\n", 0, start) + 1, len(raw[line_start:start].decode()) + 1
+        raise ConstraintSpecError(f"{path}:{line}: not valid UTF-8 (byte {raw[start]:#04x} at "
+                                  f"column {column})") from None
+    try:
+        data = yaml.safe_load(text)
     except yaml.YAMLError as error:
         raise ConstraintSpecError(f"{path}: not valid YAML: {error}") from error
     return parse_spec(data, source=str(path))

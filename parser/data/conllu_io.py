@@ -25,6 +25,7 @@ from typing import IO, Literal
 
 import conllu
 
+from parser.data.text_files import decode_utf8
 from parser.data.validate import ConlluError, check_text, parse_rows
 from parser.runtime.io_atomic import atomic_write
 
@@ -233,13 +234,8 @@ def _read_text(path: str | os.PathLike) -> str:
         data = Path(path).read_bytes()
     except FileNotFoundError:
         raise FileNotFoundError(f"{path}: no such file") from None
-    try:
-        # newline translation off: CRLF must reach check_text, not be silently normalised
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        raise ConlluError(str(path), line, f"not valid UTF-8 (byte {data[error.start]:#04x})") \
-            from None
+    # newline translation off: CRLF must reach check_text, not be silently normalised
+    return decode_utf8(data, path)
 
 
 def _blocks(text: str) -> Iterator[tuple[int, list[str]]]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 from parser.data.conllu_io import Sentence, blocks, parse_sentences, tokenized_sentence
+from parser.data.text_files import decode_utf8
 from parser.data.validate import ConlluError
 
 __all__ = ["chunked", "stream_conllu", "stream_tokenized"]
@@ -98,11 +99,7 @@ def _lines(path: str, *, final_blank_line: bool) -> Iterator[tuple[int, str]]:
     with handle:
         lineno = 0
         for lineno, data in enumerate(handle, start=1):
-            try:
-                raw = data.decode("utf-8")
-            except UnicodeDecodeError as error:
-                raise ConlluError(path, lineno, f"not valid UTF-8 (byte {data[error.start]:#04x})") \
-                    from None
+            raw = decode_utf8(data, path, first_line=lineno)
             if lineno == 1 and raw.startswith("\ufeff"):
                 raise ConlluError(path, 1, "byte-order mark (BOM) at the start of the file; "
                                            "save it as UTF-8 without BOM")

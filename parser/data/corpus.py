@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from parser.data.corpus_files import Line, LineReader
+from parser.data.text_files import decode_utf8
 from parser.data.validate import ConlluError, parse_rows
 
 __all__ = ["SHARE_FLOOR", "CorpusSentence", "UnlabeledCorpus"]
@@ -154,7 +155,7 @@ class UnlabeledCorpus:
             if any(line.cut for line in lines) or len(lines) > 2 * self.max_words + 100:
                 raise ConlluError(path, first.number, "over-long line or block (data.max_sentence_"
                                                       f"words={self.max_words})")
-            texts = [_decode(line, path) for line in lines]
+            texts = [decode_utf8(line.data, path, first_line=line.number) for line in lines]
             if self.fmt == "conllu":
                 rows = parse_rows(texts, path=path, first_line=first.number, require_trees=False)
                 found = [(rows.forms, rows.upos)]
@@ -201,10 +202,3 @@ class UnlabeledCorpus:
             self._reader.close()
             self._reader = None
 
-
-def _decode(line: Line, path: str) -> str:
-    try:
-        return line.data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise ConlluError(path, line.number,
-                          f"not valid UTF-8 (byte {line.data[error.start]:#04x})") from None

@@ -2,14 +2,15 @@
 
 A corpus is one file or a folder of shards (every regular file under it whose name does not start
 with ``.``, in sorted path order, so every process sees the same order). Each file is plain
-UTF-8, gzip (``.gz``) or xz (``.xz``), told by its suffix. :class:`LineReader` reads one file
-line by line in binary mode and knows where it is (line number and byte offset in the
+UTF-8, gzip (``.gz``), bzip2 (``.bz2``) or xz (``.xz``), told by its suffix. :class:`LineReader`
+reads one file line by line in binary mode and knows where it is (line number and byte offset in the
 uncompressed text), so a reader reopened at that offset continues with the next line. A line
 longer than ``max_bytes`` is never held whole: its first ``max_bytes`` are read, the rest skipped.
 """
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import lzma
 import os
@@ -23,6 +24,7 @@ __all__ = ["COMPRESSED", "FORMATS", "Line", "LineReader", "corpus_files", "detec
 FORMATS = ("raw", "tokenised", "conllu")
 _OPENERS: dict[str, Callable[[Path], IO[bytes]]] = {  # the reader closes what they open
     ".gz": lambda path: gzip.open(path, "rb"),  # noqa: SIM115
+    ".bz2": lambda path: bz2.open(path, "rb"),  # noqa: SIM115
     ".xz": lambda path: lzma.open(path, "rb"),  # noqa: SIM115
 }
 COMPRESSED = tuple(_OPENERS)  # the suffixes open_binary decompresses
@@ -77,7 +79,7 @@ def _plain_suffix(path: Path) -> str:
 
 
 def open_binary(path: Path) -> IO[bytes]:
-    """``path`` opened for reading bytes, decompressed by its suffix (``.gz``, ``.xz``)."""
+    """``path`` opened for reading bytes, decompressed by its suffix (``.gz``, ``.bz2``, ``.xz``)."""
     opener = _OPENERS.get(path.suffix)
     return opener(path) if opener is not None else path.open("rb")
 

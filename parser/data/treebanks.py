@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from parser.data.paths import find_treebank
+from parser.data.text_files import open_text
 
 __all__ = [
     "MIN_CARVED_DEV",
@@ -122,7 +123,7 @@ def forms_hold_text(path: str | os.PathLike, *, sentences: int = TEXT_PROBE_SENT
     """Whether a word of the first ``sentences`` sentences of ``path`` has a FORM other than
     ``_`` (reads those sentences only). A file with no word line at all has no text either."""
     seen = 0
-    with open(path, encoding="utf-8-sig") as lines:
+    with open_text(path, encoding="utf-8-sig") as lines:
         for line in lines:
             if not line.strip():
                 seen += 1

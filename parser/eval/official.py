@@ -11,6 +11,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from parser.data.text_files import open_text
+
 __all__ = [
     "ENHANCED_METRICS", "METRICS", "OfficialScore", "format_official_table", "official_evaluation",
     "official_scores",
@@ -44,14 +46,12 @@ def _load(path: Path, *, role: str, other: Path, multiple_roots_okay: bool):
 
     treebank_type = {"multiple_roots_okay": multiple_roots_okay}
     try:
-        with open(path, encoding="utf-8") as file:
+        with open_text(path) as file:
             return udeval.load_conllu(file, str(path), treebank_type)
     except udeval.UDError as error:
         raise ValueError(
             f"official evaluation: cannot load {role} file {path} (other file: {other}): {error}"
         ) from error
-    except UnicodeDecodeError as error:
-        raise ValueError(f"official evaluation: {role} file {path} is not UTF-8: {error}") from error
 
 
 def official_evaluation(

@@ -17,6 +17,7 @@ from pathlib import Path
 import conllu
 import torch
 
+from parser.data.text_files import open_text
 from parser.eval.metrics import AttachmentMetric, universal_relations
 from parser.eval.official import official_scores
 from parser.runtime.io_atomic import atomic_write
@@ -96,7 +97,7 @@ def read_trees(path: str | os.PathLike) -> list[dict]:
     path = Path(path)
     sentences = []
     try:
-        with open(path, encoding="utf-8") as file:
+        with open_text(path) as file:
             for number, sentence in enumerate(conllu.parse_incr(file), start=1):
                 words = [token for token in sentence if isinstance(token["id"], int)]
                 sentences.append({

@@ -18,6 +18,8 @@ import os
 import re
 from collections.abc import Sequence
 
+from parser.data.text_files import open_text
+
 __all__ = ["first_untokenised_line", "untokenised_word"]
 
 _GLUED_END = re.compile(r"^[^\W_][\w'-]*[,;!?:]+[\"')\]]*$")
@@ -38,7 +40,7 @@ def untokenised_word(words: Sequence[str]) -> str | None:
 
 def first_untokenised_line(path: str | os.PathLike) -> tuple[int, str] | None:
     """``(1-based line, word)`` of the first line of a text file holding an untokenised word."""
-    with open(path, encoding="utf-8", errors="replace") as file:
+    with open_text(path) as file:
         for number, line in enumerate(file, start=1):
             word = untokenised_word(line.split())
             if word is not None:

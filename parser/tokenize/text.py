@@ -31,6 +31,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from parser.data.text_files import open_text
+
 __all__ = [
     "TAGS",
     "B",
@@ -95,7 +97,7 @@ def read_paragraphs(path: str | os.PathLike) -> Iterator[Paragraph]:
     rows: list[list[str]] = []
     breaks = False
     start = 0
-    with open(path, encoding="utf-8") as file:
+    with open_text(path) as file:
         for number, raw in enumerate(file, start=1):
             line = raw.rstrip("\n")
             if not line.strip():

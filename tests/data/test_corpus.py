@@ -138,7 +138,7 @@ def test_bad_records_are_skipped_counted_and_named(tmp_path, caplog):
     corpus = _corpus(path, share=1.0, max_words=10)
     assert [forms for _, forms, _ in _read_all(corpus)] == [["good", "one"], ["fine", "too"]]
     assert corpus.counts == {"records": 5, "sentences": 2, "bad": 2, "empty": 1}
-    assert corpus.first_bad == [f"{path}:2: not valid UTF-8 (byte 0xff)",
+    assert corpus.first_bad == [f"{path}:2: not valid UTF-8 (byte 0xff at column 1)",
                                 f"{path}:4: 20 words (data.max_sentence_words=10)"]
     assert "skipped a bad record" in caplog.text
 
