@@ -116,13 +116,14 @@ class Trainer:
         self.scheduler = build_scheduler(self.optimizer, cfg.optim, total_steps=trainer.max_steps)
         self.state = TrainState()
         self._saved_step = -1  # the step of the newest checkpoint this process wrote
+        self.dist.reseed(trainer.seed)
+        if resumed:
+            self._restore(resumed)
+        # last: a constructor that raises leaves no writer open (run_training closes this one)
         self.logger = RunLogger(
             self.run_dir / cfg.logger.log_dir if cfg.logger.tensorboard and self.dist.is_main else None,
             flush_secs=cfg.logger.flush_secs,
         )
-        self.dist.reseed(trainer.seed)
-        if resumed:
-            self._restore(resumed)
 
     # -- checkpoints ----------------------------------------------------------------------------
 

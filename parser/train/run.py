@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -33,25 +34,25 @@ def run_training(cfg: DictConfig, *, run_dir: str | Path, task: TaskBuilder = Pa
     ``.hydra`` record then."""
     run_dir = Path(run_dir)
     trainer = Trainer(cfg, run_dir=run_dir, task=task)
-    on_ready()
-    state = trainer.fit()
-    results: dict[str, Any] = {}
-    metrics: dict[str, float | None] = {}
-    best_path, best_step = trainer.checkpoints.best_path, state.best_step
-    if trainer.dist.is_main:  # distributed: rank 0 alone
-        best_path, saved_step = trainer.checkpoints.final_best()
-        if saved_step is not None and saved_step != best_step:
-            log.warning("the best checkpoint is of step %d, the run's state says step %d: the "
-                        "checkpoint's is reported", saved_step, best_step)
-            best_step = saved_step
-        if cfg.trainer.final_eval:
-            report = trainer.task.final_evaluation(best_path=best_path, run_dir=run_dir)
-            results.update(report.results)
-            metrics.update(report.metrics)
-    metrics["best_step"] = best_step
-    trainer.logger.hparams(
-        flatten_hparams(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)), metrics
-    )
-    trainer.logger.close()
+    with closing(trainer.logger):  # closed on every exit: success, non-finite loss, preemption, error
+        on_ready()
+        state = trainer.fit()
+        results: dict[str, Any] = {}
+        metrics: dict[str, float | None] = {}
+        best_path, best_step = trainer.checkpoints.best_path, state.best_step
+        if trainer.dist.is_main:  # distributed: rank 0 alone
+            best_path, saved_step = trainer.checkpoints.final_best()
+            if saved_step is not None and saved_step != best_step:
+                log.warning("the best checkpoint is of step %d, the run's state says step %d: the "
+                            "checkpoint's is reported", saved_step, best_step)
+                best_step = saved_step
+            if cfg.trainer.final_eval:
+                report = trainer.task.final_evaluation(best_path=best_path, run_dir=run_dir)
+                results.update(report.results)
+                metrics.update(report.metrics)
+        metrics["best_step"] = best_step
+        trainer.logger.hparams(
+            flatten_hparams(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)), metrics
+        )
     trainer.dist.shutdown()
     return {**results, "state": state, "run_dir": run_dir, "checkpoint": best_path}
