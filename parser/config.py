@@ -51,6 +51,8 @@ __all__ = [
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+# the config tree ships inside the package (pyproject.toml's package-data; docs/layout.md)
+PACKAGE_CONFIGS = Path(__file__).resolve().parent / "configs"
 
 
 class OnInvalid(str, Enum):
@@ -452,10 +454,12 @@ class UnknownKeyError(ConfigCompositionException):
 
 
 def config_dir() -> Path:
-    """The ``configs/`` directory: ``$PARSER_CONFIG_DIR``, else the one beside the package."""
+    """The Hydra config tree: ``$PARSER_CONFIG_DIR`` when set, else the package's own
+    ``parser/configs/`` (package data: inside an installed wheel, the wheel's copy; in an
+    editable install, the checkout's, which the top-level ``configs`` link points to)."""
     configured = os.environ.get("PARSER_CONFIG_DIR")
-    candidates = [Path(configured)] if configured else []
-    candidates += [REPO_ROOT / "configs", Path(__file__).resolve().parent / "configs"]
+    candidates = [Path(configured).expanduser()] if configured else []
+    candidates.append(PACKAGE_CONFIGS)
     for candidate in candidates:
         if (candidate / "config.yaml").is_file():
             return candidate
@@ -466,11 +470,15 @@ def config_dir() -> Path:
 
 
 def register_configs() -> None:
-    """Store the schemas (idempotent), the ``repo_root`` resolver used by the tiny data config
-    and the ``term_names`` resolver used by the sweeps' folder names."""
+    """Store the schemas (idempotent), the ``repo_root`` resolver used by the tiny data config,
+    the ``parser_configs`` resolver (:func:`config_dir`) and the ``term_names`` resolver used by
+    the sweeps' folder names."""
     ConfigStore.instance().store(name="base_config", node=Config)
     if not OmegaConf.has_resolver("repo_root"):
         OmegaConf.register_new_resolver("repo_root", lambda: str(REPO_ROOT))
+    if not OmegaConf.has_resolver("parser_configs"):
+        # the tagger's and tokenizer's trees find the shared groups through it (hydra.searchpath)
+        OmegaConf.register_new_resolver("parser_configs", lambda: str(config_dir()))
     if not OmegaConf.has_resolver("term_names"):
         # ``${term_names:${objective.terms}}`` -> ``likelihood+entropy``: a sweep's arm folder.
         OmegaConf.register_new_resolver("term_names", lambda terms: "+".join(terms))

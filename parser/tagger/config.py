@@ -16,7 +16,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
-from parser.config import LoggerConfig, OptimConfig, TrainerConfig
+from parser.config import LoggerConfig, OptimConfig, TrainerConfig, config_dir
 
 __all__ = ["TagDataConfig", "TaggerConfig", "TaggerRunConfig", "register_tagger_configs",
            "tagger_config_dir"]
@@ -77,8 +77,8 @@ class TaggerRunConfig:
 
 
 def tagger_config_dir() -> Path:
-    """``configs/tagger`` beside the package."""
-    path = REPO_ROOT / "configs" / "tagger"
+    """``tagger/`` of the parser's config tree (:func:`parser.config.config_dir`)."""
+    path = config_dir() / "tagger"
     if not (path / "tagger.yaml").is_file():
         raise FileNotFoundError(f"tagger configs not found: {path / 'tagger.yaml'}")
     return path

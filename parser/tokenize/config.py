@@ -15,7 +15,7 @@ from pathlib import Path
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
-from parser.config import LoggerConfig, OptimConfig, TrainerConfig
+from parser.config import LoggerConfig, OptimConfig, TrainerConfig, config_dir
 
 __all__ = ["TokDataConfig", "TokModelConfig", "TokenizerRunConfig",
            "register_tokenizer_configs", "tokenizer_config_dir"]
@@ -63,8 +63,8 @@ class TokenizerRunConfig:
 
 
 def tokenizer_config_dir() -> Path:
-    """``configs/tokenizer`` beside the package."""
-    path = REPO_ROOT / "configs" / "tokenizer"
+    """``tokenizer/`` of the parser's config tree (:func:`parser.config.config_dir`)."""
+    path = config_dir() / "tokenizer"
     if not (path / "tokenizer.yaml").is_file():
         raise FileNotFoundError(f"tokenizer configs not found: {path / 'tokenizer.yaml'}")
     return path
