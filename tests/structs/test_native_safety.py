@@ -206,13 +206,13 @@ def test_folders_writable_by_others_are_refused(places, caplog):
 
 
 def test_a_refused_cache_folder_leaves_the_temporary_one(places, caplog):
-    cache, temporary, expected, _ = places
+    cache, temporary, _, _ = places
     cache.mkdir()
     os.chmod(cache, 0o775)
     with caplog.at_level(logging.WARNING, logger=native.__name__):
         assert native.native_library() is not None
     assert any("refused" in r.getMessage() for r in caplog.records)
-    assert [path.name for path in temporary.iterdir()][0].startswith("decoders_native-")
+    assert [path.name[:16] for path in temporary.iterdir()] == ["decoders_native-"]
     assert not list(cache.iterdir())  # nothing was built in the refused folder
 
 

@@ -65,8 +65,9 @@ def native_library() -> ctypes.CDLL | None:
     try:
         digest = hashlib.sha256(b"".join(source.read_bytes() for source in SOURCES)).hexdigest()
         folders = _folders()
-    except (OSError, RuntimeError) as failure:  # no sources (a wheel without them), no home
-        return _unavailable(f"{type(failure).__name__}: {failure}")
+    except OSError as failure:  # no sources (a wheel without them)
+        _unavailable(f"{type(failure).__name__}: {failure}")
+        return None
     name = f"decoders_native-{digest[:16]}.so"
     reasons, unsafe = [], False
     for folder in folders:
@@ -81,13 +82,14 @@ def native_library() -> ctypes.CDLL | None:
             log.log(logging.WARNING if unsafe else logging.INFO, "the compiled decoders are "
                     "loaded from %s (%s)", folder, "; ".join(reasons))
         return library
-    return _unavailable("; ".join(reasons))
+    _unavailable("; ".join(reasons))
+    return None
 
 
 def _unavailable(reason: str) -> None:
+    """The one warning of a process without the compiled decoders."""
     log.warning("the compiled tree decoders could not be built or loaded (%s); decoding with the "
                 "pure-torch ones", reason)
-    return None
 
 
 def _reason(failure: Exception) -> str:
@@ -98,12 +100,14 @@ def _reason(failure: Exception) -> str:
 
 def _folders() -> list[Path]:
     """Where the library may live: the cache folder, else the temporary one (a read-only home)."""
-    own = os.environ.get("PARSER_NATIVE_CACHE")
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    cache_folder = (Path(own) if own else (Path(xdg) if xdg and os.path.isabs(xdg) else
-                                           Path.home() / ".cache") / "parser" / "native")
+    own, xdg = os.environ.get("PARSER_NATIVE_CACHE"), os.environ.get("XDG_CACHE_HOME")
+    try:
+        base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
+        folders = [Path(own) if own else base / "parser" / "native"]
+    except RuntimeError:  # no home folder
+        folders = [Path(own)] if own else []
     user = os.getuid() if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
-    return [cache_folder, Path(tempfile.gettempdir()) / f"parser-native-{user}"]
+    return [*folders, Path(tempfile.gettempdir()) / f"parser-native-{user}"]
 
 
 def _built(target: Path) -> Path:
