@@ -6,6 +6,7 @@ processes: the launcher ends its process."""
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import subprocess
 import sys
 import textwrap
@@ -77,3 +78,33 @@ def test_exit_functions_run_and_buffered_output_is_flushed(tmp_path):
 def test_an_exception_in_the_command_is_a_traceback_and_status_1(tmp_path):
     done = _launch(tmp_path, 'raise RuntimeError("a bug")\n')
     assert done.returncode == 1 and "RuntimeError: a bug" in done.stderr and "not reached" not in done.stdout
+
+
+@pytest.mark.parametrize(("script", "target"), sorted(console_scripts().items()))
+def test_version_is_printed_before_the_command_is_imported(script, target, monkeypatch, capsys):
+    launch = importlib.import_module("parser.cli.launch")
+    function = getattr(launch, target.split(":")[1])
+
+    def no_import(name, *args, **kwargs):
+        raise AssertionError(f"--version imported {name}")
+
+    def exit_(status):
+        raise SystemExit(status)
+
+    monkeypatch.setattr(sys, "argv", [script, "data.treebank=en_ewt", "--version"])
+    monkeypatch.setattr(importlib, "import_module", no_import)  # the command module: not imported
+    monkeypatch.setattr(launch, "_exit", exit_)
+    with pytest.raises(SystemExit) as stop:
+        function()
+    assert stop.value.code == 0
+    assert capsys.readouterr() == (f"parser {importlib.metadata.version('parser')}\n", "")
+
+
+def test_version_of_an_installed_console_script():
+    script = Path(sys.executable).with_name("parser-train")
+    if not script.exists():
+        pytest.skip(f"no console script beside {sys.executable} (package not installed there)")
+    done = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=120,
+                          check=False)
+    expected = f"parser {importlib.metadata.version('parser')}\n"
+    assert (done.returncode, done.stdout, done.stderr) == (0, expected, "")

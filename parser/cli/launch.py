@@ -11,7 +11,9 @@ nothing refers to them; the collector only stops scanning them for cycles. The e
 ``atexit`` functions (log handlers, temporary folders) and flushes the standard streams first;
 objects only the teardown would free (no ``close``, no ``atexit``) are not finalised, and every
 file this package writes is closed by its own code. ``python -m parser.cli.<name>`` runs the same
-command without the launcher.
+command without the launcher. ``--version`` (anywhere among the arguments) prints ``parser
+<version>`` from the installed distribution's metadata and exits 0 before the command's module is
+imported or Hydra reads the arguments.
 """
 
 from __future__ import annotations
@@ -19,12 +21,25 @@ from __future__ import annotations
 import atexit
 import gc
 import importlib
+import importlib.metadata
 import os
 import sys
 from collections.abc import Callable
 from typing import NoReturn
 
-__all__ = ["launched"]
+__all__ = ["launched", "version"]
+
+DISTRIBUTION = "parser"  # pyproject.toml's [project] name
+
+
+def version() -> str:
+    """``parser <version>``: the installed distribution's version (a wheel or an editable
+    install); ``unknown`` when the package runs from a folder that was never installed."""
+    try:
+        number = importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        number = "unknown"
+    return f"{DISTRIBUTION} {number}"
 
 
 def launched(module: str) -> Callable[[], NoReturn]:
@@ -32,6 +47,9 @@ def launched(module: str) -> Callable[[], NoReturn]:
     run; the process exits with its status."""
 
     def run() -> NoReturn:
+        if "--version" in sys.argv[1:]:  # before Hydra, which has a --version of its own
+            print(version())
+            _exit(0)
         collecting = gc.isenabled()
         gc.disable()
         try:
