@@ -152,7 +152,7 @@ class Treebank:
 
 def read_conllu(path: str | os.PathLike, *, on_invalid: Literal["raise", "skip"] = "raise",
                 require_trees: bool = True, single_root: bool = True,
-                check_heads: bool = True) -> Treebank:
+                check_heads: bool = True, partial_option: str | None = None) -> Treebank:
     """Read and validate a CoNLL-U file.
 
     on_invalid:    ``"raise"`` the first malformed sentence's :class:`ConlluError`, or
@@ -160,6 +160,8 @@ def read_conllu(path: str | os.PathLike, *, on_invalid: Literal["raise", "skip"]
     require_trees: every HEAD annotated; False allows ``_`` heads (unlabeled text).
     single_root:   exactly one word attached to ROOT (UD); False allows several.
     check_heads:   False accepts integer heads that form no tree (out of range, cycles, ...).
+    partial_option: the caller's setting that accepts ``_`` heads (``data.partial_trees=true``),
+                   named when ``require_trees`` refuses one.
     """
     if on_invalid not in ("raise", "skip"):
         raise ValueError(f"on_invalid must be 'raise' or 'skip', got {on_invalid!r}")
@@ -169,7 +171,8 @@ def read_conllu(path: str | os.PathLike, *, on_invalid: Literal["raise", "skip"]
     skipped: list[ConlluError] = []
     sentences = list(parse_sentences(_blocks(text), name, on_invalid=on_invalid,
                                      require_trees=require_trees, single_root=single_root,
-                                     skipped=skipped, check_heads=check_heads))
+                                     skipped=skipped, check_heads=check_heads,
+                                     partial_option=partial_option))
     if skipped:
         log.warning("%s: skipped %d malformed sentence(s) of %d; first: %s", name, len(skipped),
                     len(skipped) + len(sentences), skipped[0])
@@ -180,16 +183,17 @@ def read_conllu(path: str | os.PathLike, *, on_invalid: Literal["raise", "skip"]
 
 def parse_sentences(numbered_blocks: Iterable[tuple[int, list[str]]], name: str, *,
                     on_invalid: Literal["raise", "skip"], require_trees: bool, single_root: bool,
-                    skipped: list[ConlluError], check_heads: bool = True) -> Iterator[Sentence]:
+                    skipped: list[ConlluError], check_heads: bool = True,
+                    partial_option: str | None = None) -> Iterator[Sentence]:
     """The sentences of ``(first line, lines)`` blocks of file ``name``, validated; with
     ``on_invalid="skip"`` a malformed one is appended to ``skipped`` instead of raised (shared by
-    the whole-file and the streaming reader); ``check_heads``: see
+    the whole-file and the streaming reader); ``check_heads``, ``partial_option``: see
     :func:`parser.data.validate.parse_rows`."""
     for first_line, lines in numbered_blocks:
         try:
             rows = parse_rows(lines, path=name, first_line=first_line,
                               require_trees=require_trees, single_root=single_root,
-                              check_heads=check_heads)
+                              check_heads=check_heads, partial_option=partial_option)
         except ConlluError as error:
             if on_invalid == "raise":
                 raise

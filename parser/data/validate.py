@@ -94,7 +94,8 @@ class Rows:
 
 
 def parse_rows(lines: list[str], *, path: str, first_line: int, require_trees: bool = True,
-               single_root: bool = True, check_heads: bool = True) -> Rows:
+               single_root: bool = True, check_heads: bool = True,
+               partial_option: str | None = None) -> Rows:
     """Parse and validate one sentence's raw ``lines`` (comments included, no newlines).
 
     ``first_line`` is the 1-based file line of ``lines[0]``. ``require_trees``: every HEAD must
@@ -102,7 +103,10 @@ def parse_rows(lines: list[str], *, path: str, first_line: int, require_trees: b
     ``single_root``: at most one word may attach to ROOT, and exactly one in a complete tree.
     ``check_heads=False``: HEAD must still be an integer or ``_``, but the heads may form no tree
     (out of range, self-loops, several roots, cycles): for ``parser-predict keep_heads=given``,
-    which reports such a sentence itself and parses the others. Raises :class:`ConlluError` naming the line and the problem.
+    which reports such a sentence itself and parses the others. ``partial_option``: the setting
+    with which the caller accepts unannotated heads (``data.partial_trees=true``), named when
+    ``require_trees`` refuses one; None: the caller has none. Raises :class:`ConlluError` naming
+    the line and the problem.
     """
     rows = Rows([], [], [], [], [], [], [])
     seen_token = False
@@ -129,7 +133,7 @@ def parse_rows(lines: list[str], *, path: str, first_line: int, require_trees: b
                 raise ConlluError(path, lineno, f"word id {_shown(token_id)} where {expected} "
                                                 "expected (word ids must run 1, 2, 3, ...)")
             _add_word(rows, cols, lineno=lineno, row=offset, path=path,
-                      require_trees=require_trees)
+                      require_trees=require_trees, partial_option=partial_option)
         elif "-" in token_id:
             start, _, end = token_id.partition("-")
             if not (_is_index(start) and _is_index(end)):
@@ -196,12 +200,14 @@ def _check_deps(deps: str, *, path: str, lineno: int) -> None:
 
 
 def _add_word(rows: Rows, cols: list[str], *, lineno: int, row: int, path: str,
-              require_trees: bool) -> None:
+              require_trees: bool, partial_option: str | None) -> None:
     head = cols[6]
     if head == "_":
         if require_trees:
-            raise ConlluError(path, lineno, "HEAD is '_' (unannotated) but trees are required "
-                                            "(require_trees=True)")
+            accept = (f"; set {partial_option} to accept partly annotated trees"
+                      if partial_option else "")
+            raise ConlluError(path, lineno, "HEAD is '_' (unannotated) but every head of this "
+                                            f"file must be annotated{accept}")
         head_id = -1
     elif _is_index(head):
         head_id = int(head)

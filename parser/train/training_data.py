@@ -122,7 +122,8 @@ def read_split(cfg: DataConfig, split: str, *, require_trees: bool = True) -> Tr
         return read_partial_trees(path, on_invalid=on_invalid)
     if split == "train":
         refuse_selection_file(path, option="data.train_file")
-    treebank = read_conllu(path, on_invalid=on_invalid, require_trees=require_trees)
+    treebank = read_conllu(path, on_invalid=on_invalid, require_trees=require_trees,
+                           partial_option="data.partial_trees=true" if split == "train" else None)
     if treebank.n_skipped:
         log.warning("%s: %d malformed sentence(s) skipped", path, treebank.n_skipped)
     return treebank

@@ -26,7 +26,7 @@ MALFORMED = [
     ("bad-crlf", 1, "CRLF line ending"),
     ("bad-bom", 1, "byte-order mark (BOM)"),
     ("bad-word-ids", 12, "word id '4' where 3 expected"),
-    ("unannotated-heads", 10, "HEAD is '_' (unannotated) but trees are required"),
+    ("unannotated-heads", 10, "HEAD is '_' (unannotated) but every head of this file must be annotated"),
 ]
 
 
