@@ -11,8 +11,10 @@ at a time, each with one torch thread. A treebank whose files rule training out 
 the reason (no text; no training file: a test-only treebank is scored with a model trained
 elsewhere, ``parser-evaluate``); one that fails is reported with its log and the others go on.
 Run again after a kill, the sweep goes on with the treebanks not finished (and each of those
-where its stages stopped). The table: ``<output>/release.md`` and ``release.csv``, the reasons in ``skipped.json``
-(:mod:`parser.eval.release_table`).
+where its stages stopped). The table: ``<output>/release.md`` and ``release.csv``, the reasons in
+``skipped.json`` (:mod:`parser.eval.release_table`): every official metric from raw text (Tokens
+... BLEX), for every treebank finished in ``<output>`` (each ``<output>/<code>/result.json``, by
+code), not only those of this run: runs of ``treebanks=<code>`` into one folder make one table.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from parser.runtime.io_atomic import atomic_write
 from parser.runtime.run_lock import RunLock
 from parser.runtime.user_files import output_dir
 
-__all__ = ["OPTIONS", "main", "sweep_release"]
+__all__ = ["OPTIONS", "finished_results", "main", "sweep_release"]
 
 POLL_SECONDS = 1.0
 OPTIONS = {"root": None, "output": None, "recipe": "release_cpu", "treebanks": None, "jobs": "1"}
@@ -50,10 +52,32 @@ def _failure(log: Path, returncode: int) -> str:
     return f"failed with exit status {returncode}: {lines[-1] if lines else 'no output'} ({log})"
 
 
+def finished_results(out: Path) -> list[dict]:
+    """The ``result.json`` of every treebank finished in ``out`` (``<out>/<code>/result.json``),
+    by treebank code: the rows of the table, whichever run trained them."""
+    results = []
+    for path in out.glob("*/result.json"):
+        try:
+            results.append(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError) as error:
+            raise ValueError(f"{path}: not a readable result of parser-train-pipeline ({error}); "
+                             "delete it to train that treebank again") from None
+    return sorted(results, key=lambda result: result["treebank"])
+
+
+def _all_skipped(out: Path, skipped: dict[str, str], *, finished: set[str]) -> dict[str, str]:
+    """The treebanks skipped by this run and by earlier ones into ``out`` (``skipped.json``),
+    this run's reason first, less those finished since."""
+    listed = out / "skipped.json"
+    earlier = json.loads(listed.read_text(encoding="utf-8")) if listed.is_file() else {}
+    return {code: why for code, why in {**earlier, **skipped}.items() if code not in finished}
+
+
 def sweep_release(*, root: str | Path | None, output: str | Path, recipe: str = "release_cpu",
                   treebanks: Sequence[str] | None = None, jobs: int = 1) -> dict:
     """Train and score every treebank (or ``treebanks``) not finished yet; returns ``{"results":
-    [...], "skipped": {code: reason}}`` and writes the table."""
+    [...], "skipped": {code: reason}}`` of every treebank of ``output`` (this run's and earlier
+    ones', :func:`finished_results`) and writes their table."""
     root = resolve_ud_root(root)
     load_recipe(recipe)  # a bad recipe fails now, not in every treebank's process
     if jobs < 1:
@@ -87,8 +111,8 @@ def sweep_release(*, root: str | Path | None, output: str | Path, recipe: str = 
                 process, log = running.pop(code)
                 if process.returncode != 0:
                     skipped[code] = _failure(log, process.returncode)
-        results = [json.loads((out / code / "result.json").read_text(encoding="utf-8"))
-                   for code in codes if (out / code / "result.json").is_file()]
+        results = finished_results(out)
+        skipped = _all_skipped(out, skipped, finished={r["treebank"] for r in results})
         with atomic_write(out / "release.md") as handle:
             handle.write(release_table(results, skipped=skipped) + "\n")
         with atomic_write(out / "release.csv") as handle:

@@ -1,16 +1,17 @@
 """The table of a release sweep (``parser-release``): a row per treebank from the
-``result.json`` that ``parser-train-pipeline`` writes, the macro average of the trained ones,
-and the treebanks skipped with their reason. Beside it, systems side by side metric by metric
+``result.json`` that ``parser-train-pipeline`` writes (every official metric from raw text,
+Tokens ... BLEX, then UAS and LAS from gold tokens), the macro average of the trained ones, and
+the treebanks skipped with their reason (a metric a result lacks: ``n/a``). Beside it, systems side by side metric by metric
 (:func:`comparison_tables`) and the differences with a baseline (:func:`difference_table`).
 
 >>> row = {"treebank": "xx_a", "train_sentences": 10, "train_seconds": 120, "gold_tokens":
 ...        {"UAS": 80.0, "LAS": 70.0}, "raw": {"Tokens": 99.0, "Sentences": 90.0, "Words": 99.0,
 ...        "UPOS": 90.0, "UAS": 75.0, "LAS": 65.0}}
 >>> print(release_table([row], skipped={"xx_b": "no text"}))
-| treebank | train sentences | Tokens | Sentences | Words | UPOS | UAS | LAS | gold-token UAS | gold-token LAS | training min |
-| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
-| xx_a | 10 | 99.00 | 90.00 | 99.00 | 90.00 | 75.00 | 65.00 | 80.00 | 70.00 | 2.0 |
-| macro average (1) |  | 99.00 | 90.00 | 99.00 | 90.00 | 75.00 | 65.00 | 80.00 | 70.00 | 2.0 |
+| treebank | train sentences | Tokens | Sentences | Words | UPOS | XPOS | UFeats | AllTags | Lemmas | UAS | LAS | CLAS | MLAS | BLEX | gold-token UAS | gold-token LAS | training min |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
+| xx_a | 10 | 99.00 | 90.00 | 99.00 | 90.00 | n/a | n/a | n/a | n/a | 75.00 | 65.00 | n/a | n/a | n/a | 80.00 | 70.00 | 2.0 |
+| macro average (1) |  | 99.00 | 90.00 | 99.00 | 90.00 | n/a | n/a | n/a | n/a | 75.00 | 65.00 | n/a | n/a | n/a | 80.00 | 70.00 | 2.0 |
 <BLANKLINE>
 Skipped: xx_b (no text).
 """
@@ -19,10 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+from parser.eval.official import METRICS
+
 __all__ = ["COLUMNS", "DIFFERENCE_METRICS", "METRIC_GROUPS", "comparison_tables", "difference_table",
            "release_csv", "release_table"]
 
-RAW_ROWS = ("Tokens", "Sentences", "Words", "UPOS", "UAS", "LAS")
+RAW_ROWS = METRICS  # every official row, Tokens ... BLEX
 
 # (heading, value of a result.json, averaged); the raw-text rows are the official F1 scores.
 COLUMNS: tuple[tuple[str, Callable[[dict], float | None], bool], ...] = (
