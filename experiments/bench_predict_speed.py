@@ -128,6 +128,7 @@ def run_parser(args: argparse.Namespace) -> dict:
     import torch  # not imported by the spaCy process
 
     from parser.inference import load_decoder, predict_file
+    from parser.inference.options import PredictOptions
 
     torch.set_num_threads(1)
     words = sum(len(s) for s in read_words(Path(args.input)))
@@ -136,8 +137,9 @@ def run_parser(args: argparse.Namespace) -> dict:
     load = time.process_time() - cpu
     with tempfile.TemporaryDirectory() as folder:
         start, cpu = time.perf_counter(), time.process_time()
-        count = predict_file(args.checkpoint, args.input, Path(folder) / "out.conllu", device="cpu",
-                             confidence=args.worker == "parser-confidence", **predict_options(args))
+        options = PredictOptions.from_strings(predict_options(args)).replace(
+            device="cpu", confidence=args.worker == "parser-confidence")
+        count = predict_file(args.checkpoint, args.input, Path(folder) / "out.conllu", options)
         elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     return {"words": words, "sentences": count, "seconds": elapsed, "cpu": cpu, "load": load,
             "torch": torch.__version__}

@@ -26,6 +26,7 @@ from parser.data.paths import resolve_ud_root, treebank_file
 from parser.eval.report import file_report
 from parser.eval.validate import validate_conllu
 from parser.inference import predict_file
+from parser.inference.options import PredictOptions
 from parser.models.ud_rules import RULES
 
 # The validator's tests the rules are meant to remove (the classes).
@@ -56,7 +57,7 @@ def run_case(treebank: str, checkpoint: str, workdir: Path, *, split: str) -> li
     for name, rules in settings:
         output = workdir / f"{treebank}.{name}.conllu"
         start = time.perf_counter()
-        predict_file(checkpoint, gold, output, device="cpu", ud_rules=rules)
+        predict_file(checkpoint, gold, output, PredictOptions(device="cpu", ud_rules=rules))
         seconds = time.perf_counter() - start
         report = file_report(gold, output)
         counts = test_ids(validate_conllu(output, level=3, lang=lang))

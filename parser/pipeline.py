@@ -38,6 +38,7 @@ from parser.data.vocab import Vocabularies
 from parser.inference import MAX_WORDS, Annotator, ParseCount, load_decoder, reads_upos
 from parser.inference.fixed_arcs import ArcConstraints
 from parser.inference.loading import parser_from_state, with_overrides
+from parser.inference.options import PredictOptions
 from parser.inference.predict import report_failures
 from parser.models.parser_model import ParserModel
 from parser.runtime.checkpoint import CheckpointError, load_checkpoint
@@ -97,10 +98,13 @@ class Pipeline:
                  tokenizer: TrainedTokenizer | None = None, tagger: TrainedTagger | None = None,
                  device: str | torch.device = "cpu", batch_size: int = 5000,
                  chunk_sentences: int = 1000, meta: dict | None = None,
-                 confidence: bool = False, max_words: int = MAX_WORDS) -> None:
+                 confidence: bool = False, max_words: int = MAX_WORDS,
+                 options: PredictOptions | None = None) -> None:
         if batch_size < 1 or chunk_sentences < 1:
             raise ValueError(f"Pipeline: batch_size={batch_size} and chunk_sentences="
                              f"{chunk_sentences} must be >= 1")
+        if options is None:
+            options = PredictOptions(confidence=confidence, max_words=max_words)
         bound_kernel_cache()  # memory flat over long inputs (parser.runtime.device)
         self.device = resolve_device(str(device))
         self.model, self.vocabs, self.config = parser
@@ -112,24 +116,50 @@ class Pipeline:
             tagger.model.to(self.device)
         if tagger is None and reads_upos(self.config):
             raise ValueError("Pipeline: the parser reads UPOS tags and no tagger was given")
-        self.batch_size = batch_size
-        self.chunk_sentences = chunk_sentences
         self.meta = dict(meta or {})
-        self.confidence = confidence  # HeadProb/DeprelProb in MISC and tree comments
-        self.max_words = max_words  # longer sentences are not parsed (# parse_error)
+        # the default request: its confidence, max_words...; batch_size and chunk_sentences
+        # are its tokens_per_batch and chunk_size
+        self.options = options.replace(tokens_per_batch=batch_size, chunk_size=chunk_sentences)
+
+    @property
+    def batch_size(self) -> int:
+        return self.options.tokens_per_batch
+
+    @property
+    def chunk_sentences(self) -> int:
+        return self.options.chunk_size
+
+    @property
+    def confidence(self) -> bool:  # HeadProb/DeprelProb in MISC and tree comments
+        return self.options.confidence
+
+    @property
+    def max_words(self) -> int:  # longer sentences are not parsed (# parse_error)
+        return self.options.max_words
 
     @classmethod
-    def load(cls, path: str | os.PathLike, *, device: str = "cpu", batch_size: int = 5000,
-             chunk_sentences: int = 1000, confidence: bool = False,
+    def load(cls, path: str | os.PathLike, options: PredictOptions | None = None, *,
+             device: str = "cpu", batch_size: int | None = None,
+             chunk_sentences: int | None = None, confidence: bool | None = None,
              projective: bool | None = None, attach_to_units: Sequence[str] | None = None,
              ud_rules: str | Sequence[str] | None = None, label_grid: bool | None = None,
-             max_words: int = MAX_WORDS) -> Pipeline:
-        """The pipeline saved at ``path`` (``parser-pipeline build``). ``batch_size``: words per
-        parser batch; ``chunk_sentences``: sentences held at once by :meth:`parse_file`;
-        ``confidence``: the tree CRF's marginals in MISC and comments (``parser-predict
-        confidence=true``); ``projective``, ``attach_to_units``, ``ud_rules``, ``label_grid``: the parser's
-        decoder overridden where not None (:func:`parser.inference.loading.with_overrides`);
-        ``max_words``: longer sentences come back unparsed, with ``parse_error``."""
+             max_words: int | None = None) -> Pipeline:
+        """The pipeline saved at ``path`` (``parser-pipeline build``) with ``options`` as its
+        default request (:class:`~parser.inference.options.PredictOptions`; its decoder fields
+        applied now). The keywords, where not None, replace fields of ``options``:
+        ``batch_size`` (``tokens_per_batch``): words per parser batch; ``chunk_sentences``
+        (``chunk_size``): sentences held at once by :meth:`parse_file`; ``confidence``: the tree
+        CRF's marginals in MISC and comments (``parser-predict confidence=true``);
+        ``projective``, ``attach_to_units``, ``ud_rules``, ``label_grid``: the parser's decoder
+        overridden where not None (:func:`parser.inference.loading.with_overrides`);
+        ``max_words``: longer sentences come back unparsed, with ``parse_error``. ``device`` is
+        the models' (``options.device`` is not read here)."""
+        changes = {"tokens_per_batch": batch_size, "chunk_size": chunk_sentences,
+                   "confidence": confidence, "projective": projective,
+                   "attach_to_units": attach_to_units, "ud_rules": ud_rules,
+                   "label_grid": label_grid, "max_words": max_words}
+        options = (options or PredictOptions()).replace(
+            **{key: value for key, value in changes.items() if value is not None})
         state = load_checkpoint(path, map_location="cpu")
         if state.get("kind") != KIND:
             raise CheckpointError(f"{path}: kind {state.get('kind')!r}, not a pipeline file "
@@ -140,12 +170,10 @@ class Pipeline:
         tagger = (tagger_from_state(state["tagger"], where=f"{where} (tagger)")
                   if state.get("tagger") else None)
         model, vocabs, config = parser_from_state(state["parser"], where=f"{where} (parser)")
-        model.decoder = with_overrides(model.decoder, vocabs, projective=projective,
-                                       attach_to_units=attach_to_units, ud_rules=ud_rules,
-                                       label_grid=label_grid)
-        return cls(parser=(model, vocabs, config), tokenizer=tokenizer, tagger=tagger, device=device, batch_size=batch_size,
-                   chunk_sentences=chunk_sentences, meta=state.get("meta"), confidence=confidence,
-                   max_words=max_words)
+        model.decoder = with_overrides(model.decoder, vocabs, **options.decoder())
+        return cls(parser=(model, vocabs, config), tokenizer=tokenizer, tagger=tagger,
+                   device=device, batch_size=options.tokens_per_batch,
+                   chunk_sentences=options.chunk_size, meta=state.get("meta"), options=options)
 
     # --- input -> Sentence objects -------------------------------------------------------------
 
@@ -169,19 +197,35 @@ class Pipeline:
 
     # --- Sentence objects -> parsed CoNLL-U (parser.inference.annotator) ---------------------
 
-    def annotator(self, *, kbest: int = 0, samples: int = 0, seed: int = 0,
-                  keep_heads: str = "none", keep_columns: str = "none",
+    def annotator(self, options: PredictOptions | None = None, *,
                   name: str = "<text>") -> Annotator:
-        """The :class:`Annotator` of this pipeline's tagger and parser with these options (and
-        the pipeline's ``confidence``). The tagger fills every UPOS the input lacks."""
-        return Annotator(self.model, self.vocabs, config=self.config, tagger=self.tagger,
-                         kbest=kbest, samples=samples, seed=seed, keep_heads=keep_heads,
-                         keep_columns=keep_columns, confidence=self.confidence, tokens_per_batch=self.batch_size,
-                         max_words=self.max_words, device=self.device, name=name)
+        """The :class:`Annotator` of this pipeline's tagger and parser for ``options`` (None: the
+        pipeline's own, :attr:`options`). The tagger fills every UPOS the input lacks. The
+        decoder was set when the pipeline loaded: options whose decoder fields differ from it
+        are refused."""
+        options = self.options if options is None else options
+        for field_name, value in options.decoder().items():
+            if value is not None and value != getattr(self.options, field_name):
+                raise ValueError(f"{field_name}={value}: the decoder is chosen when the pipeline "
+                                 "loads (Pipeline.load(path, options)), not per request")
+        return Annotator.of(self.model, self.vocabs, options, config=self.config,
+                            tagger=self.tagger, device=self.device, name=name)
+
+    def request(self, options: PredictOptions | None = None, **changes) -> PredictOptions:
+        """``options`` (None: the pipeline's) with the ``changes`` that are not None: what
+        :meth:`parse` and :meth:`parse_file` build from their keywords.
+
+        >>> PredictOptions().replace(kbest=2).kbest
+        2
+        """
+        options = self.options if options is None else options
+        return options.replace(**{key: value for key, value in changes.items()
+                                  if value is not None})
 
     @torch.no_grad()
-    def parse(self, text: str | Sequence[Sequence[str]], *, kbest: int = 0, samples: int = 0,
-              seed: int = 0, required: Sequence[Iterable[tuple[int, int]]] | None = None,
+    def parse(self, text: str | Sequence[Sequence[str]], options: PredictOptions | None = None,
+              *, kbest: int | None = None, samples: int | None = None, seed: int | None = None,
+              required: Sequence[Iterable[tuple[int, int]]] | None = None,
               forbidden: Sequence[Iterable[tuple[int, int]]] | None = None,
               ) -> list[conllu.TokenList]:
         """Parse raw text (``str``: paragraphs separated by blank lines, tokenised and split into
@@ -199,7 +243,10 @@ class Pipeline:
           naming the words (and a logged warning); the others are parsed.
 
         Any sentence that cannot be parsed (over ``max_words``, a failed parse) comes back so too.
+        ``options``: the whole request (:class:`~parser.inference.options.PredictOptions`;
+        None: the pipeline's), the keywords above replacing its fields where given.
         """
+        options = self.request(options, kbest=kbest, samples=samples, seed=seed)
         constraints = None
         if isinstance(text, str):
             if required is not None or forbidden is not None:
@@ -210,21 +257,30 @@ class Pipeline:
             text = list(text)
             constraints = _constraints(len(text), required=required, forbidden=forbidden)
             sentences = self._tokenised(text, path="<sentences>")
-        annotator = self.annotator(kbest=kbest, samples=samples, seed=seed)
-        return [tokens for part in annotator.stream(sentences, chunk_size=self.chunk_sentences,
+        annotator = self.annotator(options)
+        return [tokens for part in annotator.stream(sentences, chunk_size=options.chunk_size,
                                                     constraints=constraints)
                 for tokens in part.token_lists()]
 
     @torch.no_grad()
-    def parse_file(self, input_path: str | os.PathLike, output_path: str | os.PathLike, *,
-                   format: str = "raw", kbest: int = 0, samples: int = 0, seed: int = 0,
-                   keep_heads: str = "none", keep_columns: str = "none") -> ParseCount:
+    def parse_file(self, input_path: str | os.PathLike, output_path: str | os.PathLike,
+                   options: PredictOptions | None = None, *, format: str | None = None,
+                   kbest: int | None = None, samples: int | None = None,
+                   seed: int | None = None, keep_heads: str | None = None,
+                   keep_columns: str | None = None) -> ParseCount:
         """Parse a UTF-8 file into CoNLL-U, streaming (``chunk_sentences`` at a time; the output
         replaces nothing until it is whole). ``format``: ``raw`` text (paragraphs separated by
         blank lines), ``text`` (one whitespace-tokenised sentence per line) or ``conllu``
         (``keep_heads="given"`` keeps its annotated heads, ``keep_columns="given"`` its LEMMA,
-        UPOS, XPOS and FEATS where given); ``kbest``, ``samples``, ``seed``: as :meth:`parse`. Returns the number of sentences read, with ``failed``: those written
-        unparsed with ``# parse_error``."""
+        UPOS, XPOS and FEATS where given); ``kbest``, ``samples``, ``seed``: as :meth:`parse`;
+        ``options``: the whole request (None: the pipeline's; its ``format`` ``auto`` reads
+        ``raw``), the keywords replacing its fields where given. Returns the number of sentences
+        read, with ``failed``: those written unparsed with ``# parse_error``."""
+        options = self.request(options, format=format, kbest=kbest, samples=samples, seed=seed,
+                               keep_heads=keep_heads, keep_columns=keep_columns)
+        format, keep_heads = options.format, options.keep_heads
+        if format == "auto":
+            format = "raw"
         if format not in FORMATS:
             raise ValueError(f"format={format!r}: expected one of {', '.join(FORMATS)}")
         if keep_heads != "none" and format != "conllu":
@@ -235,8 +291,7 @@ class Pipeline:
             raise ValueError(f"input={input_path}: no such file")
         if output_path.resolve() == input_path.resolve():
             raise ValueError(f"output={output_path}: is the input file")
-        annotator = self.annotator(kbest=kbest, samples=samples, seed=seed, keep_heads=keep_heads,
-                                   keep_columns=keep_columns, name=str(input_path))
+        annotator = self.annotator(options, name=str(input_path))
         count = failed = 0
         with open_text(input_path) as source, atomic_write(output_path) as out:
             if format == "conllu":
@@ -247,7 +302,7 @@ class Pipeline:
                 sentences = self._tokenised((w for w in lines if w), path=str(input_path))
             else:
                 sentences = self._raw_sentences(read_paragraph_stream(source), path=str(input_path))
-            for part in annotator.stream(sentences, chunk_size=self.chunk_sentences):
+            for part in annotator.stream(sentences, chunk_size=options.chunk_size):
                 out.writelines(part.blocks)
                 count, failed = count + part.sentences, failed + part.failed
         report_failures(failed, count, name=str(input_path))
@@ -294,32 +349,30 @@ def refuse_untokenised(input_path: str | os.PathLike, *, format: str = "auto") -
 
 
 def parse_raw_file(checkpoint: str | os.PathLike, tokenizer: str | os.PathLike,
-                   input_path: str | os.PathLike, output_path: str | os.PathLike, *,
-                   tagger: str | os.PathLike | None = None, device: str = "auto",
-                   tokens_per_batch: int = 5000, projective: bool | None = None,
-                   attach_to_units: Sequence[str] | None = None,
-                   ud_rules: str | Sequence[str] | None = None, label_grid: bool | None = None,
-                   confidence: bool = False,
-                   kbest: int = 0, samples: int = 0, seed: int = 0,
-                   max_words: int = MAX_WORDS) -> ParseCount:
+                   input_path: str | os.PathLike, output_path: str | os.PathLike,
+                   options: PredictOptions | None = None, *,
+                   tagger: str | os.PathLike | None = None) -> ParseCount:
     """``parser-predict tokenizer=...``: tokenise, split, tag (when the parser reads UPOS) and
-    parse a raw text file with separate checkpoints, streaming (``kbest``, ``samples``, ``seed``:
-    :meth:`Pipeline.parse_file`; ``max_words``: :class:`Pipeline`). Returns the sentences read
+    parse a raw text file with separate checkpoints, streaming, under ``options`` (its decoder
+    fields override the checkpoint's; :meth:`Pipeline.parse_file`). Returns the sentences read
     (with ``failed``)."""
+    options = (options or PredictOptions()).replace(format="raw")
+    if options.keep_heads != "none":
+        raise ValueError("keep_heads=given keeps the heads of a CoNLL-U input; raw text "
+                         "(tokenizer=) has none")
     input_path = input_file(input_path, option="input")
     tokenizer = input_file(tokenizer, option="tokenizer")
     output_path = output_file(output_path, option="output", inputs=(
         input_path, checkpoint, tokenizer, *([tagger] if tagger else [])))
-    torch_device = resolve_device(device)
-    model, vocabs, config = load_decoder(checkpoint, device=torch_device, projective=projective,
-                                         attach_to_units=attach_to_units, ud_rules=ud_rules,
-                                       label_grid=label_grid)
+    torch_device = resolve_device(options.device)
+    model, vocabs, config = load_decoder(checkpoint, device=torch_device, **options.decoder())
     if tagger is None and reads_upos(config):
         raise ValueError(f"checkpoint={checkpoint}: the parser reads UPOS tags; raw text needs "
                          "tagger=<tagger best.pt> too (parser-train-tagger trains one)")
     pipeline = Pipeline(
-        parser=(model, vocabs, config), device=torch_device, batch_size=tokens_per_batch,
+        parser=(model, vocabs, config), device=torch_device,
+        batch_size=options.tokens_per_batch, chunk_sentences=options.chunk_size,
         tokenizer=load_tokenizer(tokenizer, device=torch_device),
         tagger=load_tagger(input_file(tagger, option="tagger"), map_location=torch_device)
-        if tagger else None, confidence=confidence, max_words=max_words)
-    return pipeline.parse_file(input_path, output_path, kbest=kbest, samples=samples, seed=seed)
+        if tagger else None, options=options)
+    return pipeline.parse_file(input_path, output_path)

@@ -72,6 +72,7 @@ from parser.eval.report import (
 )
 from parser.eval.significance import METHODS, comparison_report, format_comparison
 from parser.inference import predict_file
+from parser.inference.options import PredictOptions
 from parser.runtime.user_files import input_file, output_dir, output_file
 from parser.train.final import format_scores
 
@@ -126,11 +127,12 @@ def evaluate(args: dict) -> tuple[dict, Path | None]:
         _refuse_checkpoints_folder(metrics_path, option="metrics")
         _refuse_final_metrics(metrics_path)
     if args["checkpoint"]:  # every path checked before parsing
-        parsed = predict_file(
-            Path(args["checkpoint"]).expanduser(), gold_path, pred_path, format="conllu",
-            device=args["device"], tokens_per_batch=int(args["tokens_per_batch"]),
-            tagger=args["tagger"], retag=bool(args["tagger"]),
-            max_words=_integer(args["max_words"], option="max_words"), **decoder_overrides(args))
+        options = PredictOptions(
+            format="conllu", device=args["device"], tokens_per_batch=int(args["tokens_per_batch"]),
+            retag=bool(args["tagger"]), max_words=_integer(args["max_words"], option="max_words"),
+            **decoder_overrides(args))
+        parsed = predict_file(Path(args["checkpoint"]).expanduser(), gold_path, pred_path, options,
+                              tagger=args["tagger"])
         if parsed.failed:  # written as read: their gold heads would be scored as predictions
             raise ValueError(
                 f"checkpoint={args['checkpoint']}: {parsed.failed} of {parsed} sentences of "

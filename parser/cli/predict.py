@@ -79,6 +79,7 @@ from typing import IO
 from parser.cli.local_files import STDIO, local_input, local_output
 from parser.cli.shell import parse_bool, run_key_value_cli
 from parser.inference import ParseCount, predict_file
+from parser.inference.options import PredictOptions
 from parser.pipeline import Pipeline, parse_raw_file, refuse_untokenised
 from parser.runtime.user_files import input_file, output_file
 
@@ -133,99 +134,38 @@ def _run(args: dict, *, stdout: IO[str], failed: list[int]) -> str:
         raise ValueError("give checkpoint=<parser best.pt> or pipeline=<file>")
     if pipeline and args["tokenizer"]:
         raise ValueError("tokenizer=: a pipeline file has its own tokenizer")
-    options = {"kbest": _count(args["kbest"], option="kbest"),
-               "samples": _count(args["samples"], option="samples"),
-               "seed": _integer(args["seed"], option="seed"),
-               "confidence": parse_bool(args["confidence"], option="confidence"),
-               "max_words": _positive_int(args["max_words"], option="max_words")}
+    options = PredictOptions.from_strings(args)  # the request: every key=value but the files
     with local_input(args["input"], format=args["format"]) as input_path, \
             local_output(args["output"], stdout=stdout) as output_path:
         if pipeline:
-            count = _parse_with_pipeline(pipeline, input_path, output_path, args, **options)
+            count = _parse_with_pipeline(pipeline, input_path, output_path, args, options)
         elif args["tokenizer"]:
-            if args["keep_heads"] != "none":
-                raise ValueError("keep_heads=given keeps the heads of a CoNLL-U input; raw text "
-                                 "(tokenizer=) has none")
-            count = parse_raw_file(
-                args["checkpoint"], args["tokenizer"], input_path, output_path,
-                tagger=args["tagger"], device=args["device"],
-                tokens_per_batch=int(args["tokens_per_batch"]), **options,
-                **decoder_overrides(args))
+            count = parse_raw_file(args["checkpoint"], args["tokenizer"], input_path, output_path,
+                                   options, tagger=args["tagger"])
         else:
-            if args["format"] == "raw":
+            if options.format == "raw":
                 raise ValueError("format=raw: raw text needs pipeline=<file> or tokenizer=<checkpoint>")
-            refuse_untokenised(input_path, format=args["format"])
-            count = predict_file(
-                args["checkpoint"], input_path, output_path, format=args["format"],
-                device=args["device"], tokens_per_batch=int(args["tokens_per_batch"]),
-                on_invalid=args["on_invalid"], tagger=args["tagger"],
-                retag=parse_bool(args["retag"], option="retag"),
-                keep_deps=parse_bool(args["keep_deps"], option="keep_deps"),
-                chunk_size=_positive_int(args["chunk_size"], option="chunk_size"),
-                keep_heads=args["keep_heads"], keep_columns=args["keep_columns"], **options,
-                **decoder_overrides(args))
+            refuse_untokenised(input_path, format=options.format)
+            count = predict_file(args["checkpoint"], input_path, output_path, options,
+                                 tagger=args["tagger"])
     failed.append(count.failed)
     if count.failed:
         return f"parsed {count} sentences, {count.failed} failed (# parse_error) -> {args['output']}"
     return f"parsed {count} sentences -> {args['output']}"
 
 
-def _parse_with_pipeline(path: str, input_path: Path, output_path: Path, args: dict, *,
-                         kbest: int, samples: int, seed: int, confidence: bool,
-                         max_words: int) -> ParseCount:
+def _parse_with_pipeline(path: str, input_path: Path, output_path: Path, args: dict,
+                         options: PredictOptions) -> ParseCount:
     """``pipeline=``: raw text (or ``format=text`` / CoNLL-U) through the pipeline file."""
     for option in ("tagger", "checkpoint" if args["pipeline"] else "pipeline"):
         if args[option]:
             raise ValueError(f"{option}=: the pipeline file {path} holds its own; drop {option}=")
-    format = args["format"]
-    if format == "auto":
-        format = "conllu" if input_path.suffix in (".conllu", ".conll") else "raw"
-    nlp = Pipeline.load(input_file(path, option="pipeline"), device=args["device"],
-                        batch_size=int(args["tokens_per_batch"]), confidence=confidence,
-                        chunk_sentences=_positive_int(args["chunk_size"], option="chunk_size"),
-                        max_words=max_words, **decoder_overrides(args))
+    if options.format == "auto":
+        options = options.replace(
+            format="conllu" if input_path.suffix in (".conllu", ".conll") else "raw")
+    nlp = Pipeline.load(input_file(path, option="pipeline"), options, device=options.device)
     output_path = output_file(output_path, option="output", inputs=(input_path, Path(path)))
-    return nlp.parse_file(input_file(input_path, option="input"), output_path, format=format,
-                          kbest=kbest, samples=samples, seed=seed, keep_heads=args["keep_heads"],
-                          keep_columns=args["keep_columns"])
-
-
-def _positive_int(value: str, *, option: str) -> int:
-    """``"1000"`` -> 1000; anything else than a positive integer is a ValueError naming ``option``.
-
-    >>> _positive_int("0", option="chunk_size")
-    Traceback (most recent call last):
-    ...
-    ValueError: chunk_size=0: expected a positive integer
-    """
-    try:
-        number = int(value)
-    except ValueError:
-        number = 0
-    if number < 1:
-        raise ValueError(f"{option}={value}: expected a positive integer")
-    return number
-
-
-def _integer(value: str, *, option: str) -> int:
-    try:
-        return int(value)
-    except ValueError:
-        raise ValueError(f"{option}={value}: expected an integer") from None
-
-
-def _count(value: str, *, option: str) -> int:
-    """``"5"`` -> 5; ``"0"`` -> 0 (off); negative or not an integer: ValueError naming ``option``.
-
-    >>> _count("-1", option="kbest")
-    Traceback (most recent call last):
-    ...
-    ValueError: kbest=-1: expected an integer >= 0
-    """
-    number = _integer(value, option=option)
-    if number < 0:
-        raise ValueError(f"{option}={value}: expected an integer >= 0")
-    return number
+    return nlp.parse_file(input_file(input_path, option="input"), output_path)
 
 
 def decoder_overrides(args: dict) -> dict:

@@ -53,6 +53,7 @@ from parser.cli.shell import UsageError, parse_bool, run_key_value_cli
 from parser.data.conllu_io import Sentence
 from parser.data.text_files import open_text
 from parser.inference import Annotator
+from parser.inference.options import PredictOptions
 from parser.inference.select_pool import Pool, select_pool
 from parser.inference.selection import SelectOptions
 from parser.pipeline import Pipeline, read_paragraph_stream, refuse_untokenised
@@ -169,22 +170,21 @@ def _annotator(args: dict, *, pipeline: str | None, name: str):
     overrides = selection_decoder(args)
     common = {"max_words": _number(args["max_words"], option="max_words")}
     tokens = _number(args["tokens_per_batch"], option="tokens_per_batch")
+    options = PredictOptions(device=args["device"], confidence=True, keep_columns="given",
+                             keep_heads=args["keep_heads"], tokens_per_batch=tokens,
+                             **common, **overrides)
     if pipeline:
         for option in ("tagger", "tokenizer", "checkpoint" if args["pipeline"] else "pipeline"):
             if args[option]:
                 raise UsageError(f"{option}=: the pipeline file {pipeline} holds its own; drop it")
-        nlp = Pipeline.load(input_file(pipeline, option="pipeline"), device=args["device"],
-                            batch_size=tokens, confidence=True, **common, **overrides)
-        return (nlp.annotator(keep_columns="given", keep_heads=args["keep_heads"], name=name),
-                nlp.tokenizer)
+        nlp = Pipeline.load(input_file(pipeline, option="pipeline"), options,
+                            device=args["device"])
+        return nlp.annotator(options, name=name), nlp.tokenizer
     device = resolve_device(args["device"])
     tagger = None if not args["tagger"] else load_tagger(
         input_file(args["tagger"], option="tagger"), map_location=device)
-    annotator = Annotator.load(input_file(args["checkpoint"], option="checkpoint"),
-                               device=args["device"], tagger=tagger, confidence=True,
-                               keep_columns="given", keep_heads=args["keep_heads"],
-                               tokens_per_batch=tokens, name=name,
-                               **common, **overrides)
+    annotator = Annotator.load(input_file(args["checkpoint"], option="checkpoint"), options,
+                               tagger=tagger, name=name)
     tokenizer = None if not args["tokenizer"] else load_tokenizer(
         input_file(args["tokenizer"], option="tokenizer"), device=device)
     return annotator, tokenizer

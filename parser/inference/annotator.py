@@ -42,6 +42,8 @@ from parser.inference.columns import KEEP_COLUMNS
 from parser.inference.confidence import SentenceConfidence
 from parser.inference.fixed_arcs import ArcConstraints, given_heads
 from parser.inference.loading import load_decoder
+from parser.inference.options import MAX_WORDS as OPTIONS_MAX_WORDS
+from parser.inference.options import PredictOptions
 from parser.inference.parse import parse, prediction_blocks, tag_input, unknown_words
 from parser.inference.write_trees import error_block, tree_blocks
 from parser.models.parser_model import ParserModel
@@ -60,7 +62,8 @@ KEEP_HEADS = ("none", "given")
 # The longest sentence parsed as one tree: its [N+1, N+1, L] scores and the CRF's O(N^3) work.
 # One sentence, default model dimensions, one busy CPU thread: 500 words 3.5 s and 0.45 GB peak,
 # 1,000 words 20 s and 0.77 GB; 3,000 words took 288 s and 4.2 GB (issue 39).
-MAX_WORDS = 1000
+MAX_WORDS = OPTIONS_MAX_WORDS  # 1000, parser.inference.options
+DEFAULTS = PredictOptions()
 # What a sentence's parse may raise that costs only that sentence (torch's out-of-memory is a
 # RuntimeError: the halved batch may fit). NotImplementedError (an option the model cannot give,
 # e.g. k-best without a tree CRF) concerns every sentence: it is raised.
@@ -140,19 +143,29 @@ class Annotator:
         self.blocks = True  # False: annotate() formats no CoNLL-U blocks (scoring_only)
 
     @classmethod
-    def load(cls, checkpoint: str | Path, *, device: str = "auto", projective: bool | None = None,
-             attach_to_units: Sequence[str] | None = None,
-             ud_rules: str | Sequence[str] | None = None, label_grid: bool | None = None,
-             tagger: TrainedTagger | None = None,
-             **options) -> Annotator:
-        """The annotator of a parser checkpoint, its decoder overridden where ``projective``,
-        ``attach_to_units`` (UPOS names) or ``ud_rules`` are not None; ``options``: the
-        keywords of :class:`Annotator`."""
-        torch_device = resolve_device(device)
-        model, vocabs, config = load_decoder(checkpoint, device=torch_device, projective=projective,
-                                             attach_to_units=attach_to_units, ud_rules=ud_rules,
-                                             label_grid=label_grid)
-        return cls(model, vocabs, config=config, tagger=tagger, device=torch_device, **options)
+    def of(cls, model: ParserModel, vocabs: Vocabularies, options: PredictOptions, *,
+           config: dict | None = None, tagger: TrainedTagger | None = None,
+           device: torch.device | str | None = None, name: str = "<input>") -> Annotator:
+        """The annotator of a loaded parser with the prediction options of one request (its
+        decoder fields are applied when a model loads: :meth:`load`); ``device``: the model's
+        (None: ``options.device``)."""
+        return cls(model, vocabs, config=config, tagger=tagger, retag=options.retag,
+                   kbest=options.kbest, samples=options.samples, seed=options.seed,
+                   keep_heads=options.keep_heads, confidence=options.confidence,
+                   keep_deps=options.keep_deps, tokens_per_batch=options.tokens_per_batch,
+                   max_words=options.max_words, keep_columns=options.keep_columns,
+                   device=options.device if device is None else device, name=name)
+
+    @classmethod
+    def load(cls, checkpoint: str | Path, options: PredictOptions = DEFAULTS, *,
+             tagger: TrainedTagger | None = None, name: str = "<input>") -> Annotator:
+        """The annotator of a parser checkpoint with ``options``, its decoder overridden where
+        ``options``' ``projective``, ``attach_to_units`` (UPOS names), ``ud_rules`` or
+        ``label_grid`` are not None."""
+        torch_device = resolve_device(options.device)
+        model, vocabs, config = load_decoder(checkpoint, device=torch_device, **options.decoder())
+        return cls.of(model, vocabs, options, config=config, tagger=tagger, device=torch_device,
+                      name=name)
 
     def scoring_only(self) -> Annotator:
         """This annotator, but :meth:`annotate` returns empty blocks and predicts no layer

@@ -6,11 +6,11 @@ sentences, whatever the input's length."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from pathlib import Path
 
 from parser.data.conllu_stream import stream_conllu, stream_tokenized
-from parser.inference.annotator import MAX_WORDS, Annotator, ParseCount
+from parser.inference.annotator import Annotator, ParseCount
+from parser.inference.options import PredictOptions
 from parser.inference.parse import reads_upos, report_unknown_words
 from parser.runtime.device import bound_kernel_cache, resolve_device
 from parser.runtime.io_atomic import atomic_write
@@ -25,59 +25,51 @@ log = logging.getLogger("parser.predict")
 # parse (reading CoNLL-U is about 1.4 ms a sentence, a sixth of a parse on one core); a longer
 # one is read again, chunk by chunk, so memory stays bounded.
 READ_ONCE_WORDS = 100_000
+DEFAULTS = PredictOptions()
 
 
 def predict_file(
-    checkpoint: str | Path, input_path: str | Path, output_path: str | Path, *,
-    format: str = "auto", device: str = "auto", tokens_per_batch: int = 5000,
-    on_invalid: str = "error", tagger: str | Path | None = None, retag: bool = False,
-    projective: bool | None = None, attach_to_units: Sequence[str] | None = None,
-    ud_rules: str | Sequence[str] | None = None, label_grid: bool | None = None,
-    keep_deps: bool = False, chunk_size: int = 1000,
-    confidence: bool = False, kbest: int = 0, samples: int = 0, seed: int = 0,
-    keep_heads: str = "none", max_words: int = MAX_WORDS, keep_columns: str = "none",
+    checkpoint: str | Path, input_path: str | Path, output_path: str | Path,
+    options: PredictOptions = DEFAULTS, *, tagger: str | Path | None = None,
 ) -> ParseCount:
-    """Parse ``input_path`` (CoNLL-U, or tokenised text: ``format``) with ``checkpoint``, write
-    ``output_path`` atomically; returns the number of sentences read, with ``failed``: those
+    """Parse ``input_path`` (CoNLL-U, or tokenised text: ``options.format``) with ``checkpoint``,
+    write ``output_path`` atomically; returns the number of sentences read, with ``failed``: those
     written as read with ``# parse_error`` (not parsed: see
     :mod:`parser.inference.annotator`; over ``max_words``, among others). The input is checked
-    whole before the model loads, then annotated ``chunk_size`` sentences at a time: the check's
-    sentences are kept when the input has at most :data:`READ_ONCE_WORDS` words, and a longer
-    input is read a second time (memory does not grow with its length). ``tagger`` tags the
-    words without UPOS (all when ``retag``); ``projective``, ``attach_to_units`` and
-    ``ud_rules`` override the checkpoint's decoder; the other options are the
-    :class:`~parser.inference.annotator.Annotator`'s."""
+    whole before the model loads, then annotated ``options.chunk_size`` sentences at a time: the
+    check's sentences are kept when the input has at most :data:`READ_ONCE_WORDS` words, and a
+    longer input is read a second time (memory does not grow with its length). ``tagger`` tags
+    the words without UPOS (all when ``options.retag``); the decoder fields of ``options``
+    override the checkpoint's decoder; the others are the
+    :class:`~parser.inference.annotator.Annotator`'s (:class:`PredictOptions`)."""
     bound_kernel_cache()
     input_path = input_file(input_path, option="input")
     tagger = None if tagger is None else input_file(tagger, option="tagger")
     output_path = output_file(output_path, option="output",
                               inputs=(input_path, checkpoint, *([tagger] if tagger else [])))
-    if format not in ("auto", "conllu", "text") or on_invalid not in ("error", "skip"):
-        raise ValueError(f"format={format!r}, on_invalid={on_invalid!r}: expected format auto, "
-                         "conllu or text and on_invalid error or skip")
+    if options.format == "raw":
+        raise ValueError("format=raw: raw text needs pipeline=<file> or tokenizer=<checkpoint>")
+    format, keep_heads = options.format, options.keep_heads
     is_conllu = format == "conllu" or (format == "auto" and input_path.suffix in (".conllu", ".conll"))
 
     def sentences(*, report: bool):  # read anew on each call, one sentence at a time
         if not is_conllu:
             return stream_tokenized(input_path)
-        return stream_conllu(input_path, on_invalid="raise" if on_invalid == "error" else "skip",
+        return stream_conllu(input_path, on_invalid="raise" if options.on_invalid == "error" else "skip",
                              require_trees=False, report=report, check_heads=keep_heads != "given")
 
     # First pass: the whole input checked (a bad line fails before the model loads), UPOS counted.
     count, missing, total, kept = _count(sentences(report=True), keep_words=READ_ONCE_WORDS)
     annotator = Annotator.load(
-        checkpoint, device=device, projective=projective, attach_to_units=attach_to_units,
-        ud_rules=ud_rules, label_grid=label_grid, retag=retag, kbest=kbest, samples=samples, seed=seed,
-        keep_heads=keep_heads, keep_columns=keep_columns, confidence=confidence, keep_deps=keep_deps,
-        tokens_per_batch=tokens_per_batch, max_words=max_words, name=str(input_path),
-        tagger=_tagger(tagger, retag=retag, missing=missing, total=total, device=device,
-                       input_path=input_path))
+        checkpoint, options, name=str(input_path),
+        tagger=_tagger(tagger, retag=options.retag, missing=missing, total=total,
+                       device=options.device, input_path=input_path))
     _check_upos(annotator, tagger, missing=missing, total=total, input_path=input_path)
     # Second pass: chunk by chunk, in input order; the output replaces nothing until it is whole.
     unknown = failed = 0
     with atomic_write(output_path) as out:
         again = kept if kept is not None else sentences(report=False)
-        for part in annotator.stream(again, chunk_size=chunk_size):
+        for part in annotator.stream(again, chunk_size=options.chunk_size):
             out.writelines(part.blocks)
             unknown, failed = unknown + part.unknown, failed + part.failed
     report_unknown_words(unknown, total, name=str(input_path))

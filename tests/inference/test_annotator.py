@@ -20,6 +20,7 @@ from parser.cli.predict import main as predict_main
 from parser.data.conllu_io import read_conllu
 from parser.eval.report import file_report
 from parser.inference import Annotator, load_parser, parse, predict_file
+from parser.inference.options import PredictOptions
 from parser.train.final import evaluate_split
 
 OPTIONS = {
@@ -73,8 +74,8 @@ def test_every_input_kind_and_chunking_gives_the_same_trees(tiny_checkpoint, dev
     model, vocabs, config = load_parser(tiny_checkpoint)
     # CoNLL-U file, in chunks of 1000 and of 3 sentences.
     whole, chunked = tmp_path / "whole.conllu", tmp_path / "chunked.conllu"
-    assert predict_file(tiny_checkpoint, dev, whole, **options) == len(sentences)
-    predict_file(tiny_checkpoint, dev, chunked, chunk_size=3, **options)
+    assert predict_file(tiny_checkpoint, dev, whole, PredictOptions(**options)) == len(sentences)
+    predict_file(tiny_checkpoint, dev, chunked, PredictOptions(chunk_size=3, **options))
     expected = whole.read_text(encoding="utf-8")
     # Other chunks batch other sentences together: the trees and every other line are the same
     # bytes, a k-best tree's probability the same to float32 precision (its last printed digit
@@ -89,10 +90,10 @@ def test_every_input_kind_and_chunking_gives_the_same_trees(tiny_checkpoint, dev
     bare = tmp_path / "bare.conllu"
     bare.write_text("".join(_without_upos(line) for line in dev.read_text(encoding="utf-8")
                             .splitlines(keepends=True)), encoding="utf-8")
-    predict_file(tiny_checkpoint, bare, tmp_path / "bare.pred.conllu", **options)
+    predict_file(tiny_checkpoint, bare, tmp_path / "bare.pred.conllu", PredictOptions(**options))
     text = tmp_path / "words.txt"
     text.write_text("".join(" ".join(s.forms) + "\n" for s in sentences), encoding="utf-8")
-    predict_file(tiny_checkpoint, text, tmp_path / "text.conllu", **options)
+    predict_file(tiny_checkpoint, text, tmp_path / "text.conllu", PredictOptions(**options))
     nlp = Pipeline(parser=(model, vocabs, config), chunk_sentences=4,
                    confidence=options.get("confidence", False))
     api = nlp.to_conllu(nlp.parse([s.forms for s in sentences], kbest=options.get("kbest", 0),
@@ -118,7 +119,7 @@ def test_given_heads_are_kept_through_the_api_and_the_file(tiny_checkpoint, dev,
                 out.write(_without_upos("\t".join(columns) + "\n"))  # the API has no tags
             out.write("\n")
     written = tmp_path / "kept.conllu"
-    predict_file(tiny_checkpoint, partial, written, keep_heads="given")
+    predict_file(tiny_checkpoint, partial, written, PredictOptions(keep_heads="given"))
     nlp = Pipeline(parser=load_parser(tiny_checkpoint))
     api = nlp.parse([s.forms for s in sentences], required=required)
     from_file = conllu.parse(written.read_text(encoding="utf-8"))

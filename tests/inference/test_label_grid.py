@@ -16,6 +16,7 @@ from parser.cli.select import main as select_main
 from parser.data.batching import collate, encode_all
 from parser.data.conllu_io import read_conllu
 from parser.inference import load_parser, predict_file
+from parser.inference.options import PredictOptions
 from parser.models import layers
 from parser.models.layers import Bilinear
 from parser.models.ud_rules import LEFT_TO_RIGHT
@@ -49,7 +50,7 @@ def test_labels_at_heads_are_the_grids_values_there(seed, block, monkeypatch):
 
 
 def _predict(checkpoint, source, path, **options) -> list[conllu.TokenList]:
-    predict_file(checkpoint, source, path, **options)
+    predict_file(checkpoint, source, path, PredictOptions(**options))
     return conllu.parse(path.read_text(encoding="utf-8"))
 
 
@@ -125,7 +126,8 @@ def test_a_teacher_scores_labels_as_its_decoder_does(classifier, fixtures):
 def test_joint_labels_refuse_it(tmp_path, fixtures):
     joint = train_tiny(tmp_path / "joint", "joint")
     with pytest.raises(ValueError, match="label_grid=false"):
-        predict_file(joint, fixtures / "tiny-dev.conllu", tmp_path / "x.conllu", label_grid=False)
+        predict_file(joint, fixtures / "tiny-dev.conllu", tmp_path / "x.conllu",
+                     PredictOptions(label_grid=False))
 
 
 def test_evaluate_and_select_take_it_on_the_command_line(classifier, fixtures, tmp_path):

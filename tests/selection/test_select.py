@@ -18,6 +18,7 @@ from parser.data.conllu_io import read_conllu
 from parser.data.conllu_stream import stream_tokenized
 from parser.inference import Annotator, load_parser
 from parser.inference.loading import load_decoder
+from parser.inference.options import PredictOptions
 from parser.inference.selection import LENGTH_BINS, length_bin, quotas
 from tests.inference.helpers import model_output
 from tests.structs.brute import enumerate_distribution
@@ -182,7 +183,7 @@ def test_bad_options_are_named(select_checkpoint, fixtures, tmp_path, capsys):
 
 def test_ranking_reads_the_same_confidence_without_writing_blocks(select_checkpoint, fixtures):
     sentences = read_conllu(fixtures / "tiny-dev.conllu").sentences
-    annotator = Annotator.load(select_checkpoint, device="cpu", confidence=True)
+    annotator = Annotator.load(select_checkpoint, PredictOptions(device="cpu", confidence=True))
     full, ranking = annotator.annotate(sentences), annotator.scoring_only().annotate(sentences)
     assert annotator.blocks and full.blocks[0].strip()  # the annotator itself is unchanged
     assert ranking.blocks == [""] * len(sentences)

@@ -12,6 +12,7 @@ import torch
 from parser.cli.predict import tag_list
 from parser.data.conllu_io import read_conllu
 from parser.inference import predict_file
+from parser.inference.options import PredictOptions
 from parser.structs import attach_to_units, is_projective
 from parser.train.loop import Trainer
 from parser.train.training_data import projective_only
@@ -52,7 +53,7 @@ def test_checkpoint_keeps_the_decoder_and_overrides_change_it(checkpoint, tmp_pa
     model, _, _ = load_parser(checkpoint)
     assert model.decoder.projective and model.decoder.unit_tags
     plain, both = tmp_path / "plain.conllu", tmp_path / "both.conllu"
-    predict_file(checkpoint, FIXTURE, plain, projective=False, attach_to_units=[])
+    predict_file(checkpoint, FIXTURE, plain, PredictOptions(projective=False, attach_to_units=[]))
     predict_file(checkpoint, FIXTURE, both)
     plain_heads, both_heads = read_heads(plain), read_heads(both)
     tags = [[line.split("\t")[3] for line in block.splitlines() if line and line.split("\t")[0].isdigit()]
@@ -65,7 +66,8 @@ def test_checkpoint_keeps_the_decoder_and_overrides_change_it(checkpoint, tmp_pa
             assert attach_to_units(tensor, torch.tensor([len(heads)]), marked)[0, 1:].tolist() == heads
     assert len(plain_heads) == len(both_heads)
     with pytest.raises(ValueError, match=r"attach_to_units: \['PUNC'\] not UD UPOS tags"):
-        predict_file(checkpoint, FIXTURE, tmp_path / "bad.conllu", attach_to_units=["PUNC"])
+        predict_file(checkpoint, FIXTURE, tmp_path / "bad.conllu",
+                     PredictOptions(attach_to_units=["PUNC"]))
 
 
 def test_tag_list():
