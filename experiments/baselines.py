@@ -14,6 +14,8 @@ import types
 from pathlib import Path
 
 BENCH_DEPS = Path(__file__).resolve().parents[1] / ".bench"
+PEERS = "torch-struct 0.5 and SuPar 1.1.4"  # the versions `make bench` installs
+PEERS_LINE = f"Peers: {PEERS}, installed into `.bench/` by `make bench` (experiments/baselines.py)."
 
 
 def _bare_package(name: str, path: Path) -> None:
@@ -39,7 +41,7 @@ def _supar_tree():
     """``supar.structs.tree`` from ``.bench/``, its parent packages registered as bare namespaces."""
     if not BENCH_DEPS.is_dir():
         raise RuntimeError(
-            f"{BENCH_DEPS} missing: run `make bench` (it installs torch-struct 0.5 and supar 1.1.4 there)"
+            f"{BENCH_DEPS} missing: run `make bench` (it installs {PEERS} there)"
         )
     if str(BENCH_DEPS) not in sys.path:
         sys.path.insert(0, str(BENCH_DEPS))

@@ -19,7 +19,7 @@ import subprocess
 import sys
 
 import torch
-from baselines import load_baselines
+from baselines import PEERS_LINE, load_baselines
 from common import (
     interleaved_cpu_times,
     length_buckets,
@@ -224,6 +224,7 @@ def main() -> None:
     robust = robustness([1.0, 10.0, 100.0, 1000.0])
     memory = memory_table()
     body = (
+        PEERS_LINE + "\n\n"
         "Whole EWT test set (2,077 sentences, 25,094 words), random N(0,1) scores, length-bucketed batches of 32; "
         "milliseconds of CPU time for the whole set (median of the repeats); '—' where the implementation lacks "
         "the operation. Every operation starts from the scores (a fresh distribution object per batch); one untimed "

@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 import torch
-from baselines import load_baselines
+from baselines import PEERS_LINE, load_baselines
 from bench_step_cost import VARIANTS, Runner, prepare
 from bench_throughput import to_torch_struct
 from common import (
@@ -243,6 +243,7 @@ def main() -> None:
     header = ["data", "dtype", "root", "operation", "ours ms", "torch-struct ms", "SuPar ms",
               "ours / torch-struct", "ours / SuPar"]
     body = "\n\n".join([
+        PEERS_LINE,
         note,
         ("N(0, 1) scores. `[graph]` rows: the input requires grad and the time includes the backward "
          "named; GE-like: marginals with create_graph, then a backward of sum(marginals * weights). "
