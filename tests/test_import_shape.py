@@ -29,7 +29,7 @@ LAYERS = [
     {"parser.tagger", "parser.tokenize"},
     {"parser.inference"},
     {"parser.train"},
-    {"parser.cli", "parser.pipeline"},
+    {"parser.cli", "parser.pipeline", "parser.serve"},
 ]
 
 
