@@ -8,7 +8,7 @@ SHARED_UD := $(abspath ../shared/data/ud)
 SHARED_RELEASE := $(abspath ../shared/data/ud-release)
 export UD_ROOT ?= $(abspath data/ud)
 
-.PHONY: install data train test bench lint clean minilm
+.PHONY: install data train test wheel-check bench lint clean minilm
 
 install: $(STAMP)
 
@@ -45,6 +45,13 @@ train: install data
 
 test: install data
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q -rs -n 2
+	$(MAKE) --no-print-directory wheel-check
+
+# The package as a pip user gets it: the wheel (and the sdist's) built, installed into a fresh
+# venv outside the tree, parser-train/predict/evaluate/select run from another folder, with and
+# without a C compiler (tests/wheel/check_wheel.sh; about 3 minutes, torch from pip's cache).
+wheel-check: install data
+	PYTHON=$(abspath $(PY)) bash tests/wheel/check_wheel.sh
 
 # Benchmarks run on one pinned core; torch-struct and SuPar go into .bench/ only, never into the
 # runtime environment.
