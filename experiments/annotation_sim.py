@@ -45,11 +45,15 @@ Choices:
   (``model.init``: its weights and vocabularies, a fresh optimiser and schedule) for
   ``--round-steps`` steps, as the issue asks. The vocabularies are round 0's (the seed's): a word
   first seen in a later round's annotation reads as UNK, its characters still count.
-- **Trees only.** The release recipe's parser sizes (``experiment=release_cpu``) with gold UPOS
-  input and no tag or layer heads (``model.upos_input=gold model.tag_loss_weight=0
-  model.layers=[]``): the pool's words come with gold tags and lemmas, and a tagger trained on
-  every word of a touched sentence would give the word arms several times the sentence arms' tag
-  supervision; the arms then differ only in the trees annotated.
+- **Tags** (``--tags``). ``gold`` (the first sessions' runs): the release recipe's parser sizes
+  (``experiment=release_cpu``) with gold UPOS input and no tag or layer heads
+  (``model.upos_input=gold model.tag_loss_weight=0 model.layers=[]``): the pool's words come with
+  gold tags, which a parser has at test time only in this simulation. ``predicted`` (what a
+  treebank builder has): the recipe's own UPOS head, its tags as the parser's input, trained on
+  the UPOS of the words each arm annotated and of the seed trees, nothing more
+  (``data.annotated_columns=[UPOS]``: the simulated annotator gives an asked-for word's head,
+  relation and UPOS; the pool's tags of the other words are never targets); still no XPOS, FEATS
+  or LEMMA heads. Each setting keeps its own ledger.
 - **A sentence is one unit of the pool.** Annotation accumulates per pool sentence (the union of
   the words asked for in every round: one training sentence, however often it was touched); a
   sentence leaves the pool once every word of it is annotated (sentence arms: once selected).
@@ -128,7 +132,10 @@ from parser.eval.significance import compare_counts
 from parser.runtime.io_atomic import atomic_write
 
 REPO = Path(__file__).resolve().parents[1]
-LEDGER = REPO / "experiments" / "results" / "annotation_sim"  # the finished rounds (sim_ledger.py)
+LEDGERS = {  # the finished rounds (sim_ledger.py), per --tags
+    "gold": REPO / "experiments" / "results" / "annotation_sim",
+    "predicted": REPO / "experiments" / "results" / "annotation_sim_predicted",
+}
 
 ARMS = {  # the parser-select options of each arm (the budget, cap and seed are added per round)
     "random": ["strategy=random", "unit=words"],
@@ -146,12 +153,16 @@ CAPPED = ("words", "words_stratified", "words_no_rules", "words_kept", "words_se
 SELF_TRAINED = ("words_selftrain",)
 SELF_TRAINED_BASE = "words_kept"  # the same selection without self-training
 SHARED = "likelihood"  # the ledger's name of the likelihood arms' shared round 0
-MODEL = ["experiment=release_cpu", "model.upos_input=gold", "model.tag_loss_weight=0",
-         "model.layers=[]"]
+MODELS = {  # the parser of each --tags setting
+    "gold": ["experiment=release_cpu", "model.upos_input=gold", "model.tag_loss_weight=0",
+             "model.layers=[]"],
+    "predicted": ["experiment=release_cpu", "model.upos_input=predicted",
+                  "model.tag_loss_weight=1.0", "model.layers=[]", "data.annotated_columns=[UPOS]"],
+}
 MAX_WORDS = 120  # release_cpu's data.max_length: a longer sentence would be annotated, not trained
 DEPS = 8
 # Options that change what a finished step means: a rerun with other values is refused.
-FIXED = ("budget", "seed_trees", "cap", "steps", "round_steps", "pool_sentences", "extra")
+FIXED = ("budget", "seed_trees", "cap", "steps", "round_steps", "pool_sentences", "extra", "tags")
 
 
 @dataclass(frozen=True)
@@ -166,6 +177,7 @@ class Settings:
     pool_sentences: int | None
     extra: tuple[str, ...]
     round_steps: int = 0  # steps of a warm-started round (rounds 1..); 0: --steps
+    tags: str = "gold"  # the parser's UPOS input (MODELS)
 
 
 @dataclass(frozen=True)
@@ -341,7 +353,7 @@ def train_overrides(code: str, s: Settings, *, seed: int, train_file: Path, run_
                     steps: int, more: tuple[str, ...] = ()) -> list[str]:
     """A ``parser-train`` run's module and overrides: the recipe's parser, the round's data,
     ``steps``, ``more`` (the arm's and the warm start), then ``--extra``."""
-    return ["parser.cli.train", *MODEL, f"data.root={s.root}", f"data.treebank={code}",
+    return ["parser.cli.train", *MODELS[s.tags], f"data.root={s.root}", f"data.treebank={code}",
             f"data.train_file={train_file}", "data.partial_trees=true", f"trainer.seed={seed}",
             "trainer.num_threads=1", f"trainer.max_steps={steps}",
             f"trainer.eval_every={max(steps // 8, 1)}", "trainer.keep_last=1",
@@ -636,11 +648,13 @@ def reach_rows(curves: dict[str, list[tuple[int, float, float, int]]],
 def significance_rows(points: list[Point], arms: list[str], rounds: int,
                       baseline: str = "random") -> tuple[list[str], dict]:
     """Each arm against ``baseline`` at every round (equal budget), paired bootstrap over test
-    sentences with the seeds both finished pooled per sentence: markdown rows, and the LAS
+    sentences with the seeds both finished pooled per sentence, beside each seed's own LAS
+    difference (the pooled test ignores the spread between seeds: a difference whose sign
+    changes from seed to seed is not the arm's): markdown rows, and the LAS
     :class:`~parser.eval.significance.Significance` by ``(arm, round)``."""
     header = (f"| arm | round | seeds | words (arm / {baseline}) | LAS (arm / {baseline}) | "
-              "LAS difference [95% CI] | p (one-sided) |")
-    lines = [header, "| --- |" + " ---: |" * 6]
+              "LAS difference [95% CI] | p (one-sided) | each seed's difference |")
+    lines = [header, "| --- |" + " ---: |" * 7]
     by = {(p.arm, p.round, p.seed): p for p in points}
     results = {}
     for arm in (a for a in arms if a != baseline):
@@ -658,8 +672,22 @@ def significance_rows(points: list[Point], arms: list[str], rounds: int,
             words = [sum(p.words for p in arm_points) / len(seeds) for arm_points in (mine, theirs)]
             lines.append(f"| {arm} | {round_} | {len(seeds)} | {words[0]:,.0f} / {words[1]:,.0f} | "
                          f"{las.a:.2f} / {las.b:.2f} | {las.delta:+.2f} [{las.ci[0]:+.2f}, "
-                         f"{las.ci[1]:+.2f}] | {las.p_value:.4f} |")
+                         f"{las.ci[1]:+.2f}] | {las.p_value:.4f} | "
+                         f"{seed_differences(mine, theirs)} |")
     return lines, results
+
+
+def seed_differences(mine: list[Point], theirs: list[Point]) -> str:
+    """Each seed's LAS difference, with how many of them are above zero.
+
+    >>> a = [Point("w", s, 1, 10, las, None) for s, las in ((1, 70.0), (2, 71.0), (3, 69.0))]
+    >>> b = [Point("r", s, 1, 10, 70.5, None) for s in (1, 2, 3)]
+    >>> seed_differences(a, b)
+    '-0.50, +0.50, -1.50 (1 of 3 above)'
+    """
+    deltas = [a.las - b.las for a, b in zip(mine, theirs)]
+    return (", ".join(f"{d:+.2f}" for d in deltas)
+            + f" ({sum(d > 0 for d in deltas)} of {len(deltas)} above)")
 
 
 def claim(reached: dict, results: dict, *, rounds: int, arm: str = "words") -> str:
@@ -804,9 +832,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--extra", nargs="*", default=[], help="overrides for every training run")
     parser.add_argument("--dry-run", action="store_true", help="print the steps left; run nothing")
     parser.add_argument("--report", action="store_true", help="only the report, of finished runs")
-    parser.add_argument("--ledger", type=Path, default=LEDGER,
-                        help="the finished rounds kept across sessions (sim_ledger.py); "
-                        "'none': the run folders alone")
+    parser.add_argument("--tags", choices=sorted(MODELS), default="gold",
+                        help="the parser's UPOS: gold input, or its own head's (module docstring)")
+    parser.add_argument("--ledger", type=Path, default=None,
+                        help="the finished rounds kept across sessions (sim_ledger.py; default: "
+                        "the --tags setting's in experiments/results/); 'none': the run folders alone")
     args = parser.parse_args(argv)
     out = args.out.resolve()
     if out.is_relative_to(REPO):
@@ -814,9 +844,10 @@ def main(argv: list[str] | None = None) -> int:
     if min(args.rounds, args.budget, args.seed_trees, args.cap, args.steps, args.jobs) < 1:
         raise SystemExit("--rounds, --budget, --seed-trees, --cap, --steps, --jobs: at least 1")
     s = Settings(args.root.resolve(), out, args.rounds, args.budget, args.seed_trees, args.cap,
-                 args.steps, args.pool_sentences, tuple(args.extra), args.round_steps)
+                 args.steps, args.pool_sentences, tuple(args.extra), args.round_steps, args.tags)
     infos = [read_treebank_info(s.root, name) for name in args.treebanks]
-    ledger = None if str(args.ledger) == "none" else args.ledger.resolve()
+    ledger = (None if str(args.ledger) == "none" else
+              (args.ledger or LEDGERS[args.tags]).resolve())
     sim_ledger.check_settings(s.out / "settings.json", fixed_settings(s),
                               write=not (args.dry_run or args.report), instead="another --out")
     if ledger is not None:  # checked before hours of runs, not at their report

@@ -43,6 +43,7 @@ __all__ = [
     "TrainerConfig",
     "UnknownKeyError",
     "UposInput",
+    "VectorsConfig",
     "check_known_keys",
     "config_dir",
     "dotted_keys",
@@ -180,6 +181,11 @@ class DataConfig:
     # relation, and in a parser-select annotation file only the '# selected_words' are annotation.
     # Sentences with no head at all become unlabeled text. False: every HEAD must be given.
     partial_trees: bool = False
+    # The columns besides HEAD and DEPREL that annotators filled for an annotation file's
+    # asked-for words (LEMMA, UPOS, XPOS, FEATS): training targets there. The others, and every
+    # column of the words nobody was asked for, hold the pool's or the parser's values: never
+    # targets. [] (default): only the trees were annotated.
+    annotated_columns: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -218,6 +224,22 @@ class EncoderConfig:
 
 
 @dataclass
+class VectorsConfig:
+    """Pretrained word vectors a user brings (``model.vectors.path=<file>``, docs/vectors.md):
+    word2vec/fastText text (``.vec``, ``.txt``; ``.gz``/``.bz2``/``.xz``) or a fastText ``.bin``,
+    read when a run starts (:mod:`parser.data.vectors`): the first ``max_rows`` rows and those of
+    the training words (or their lowercased forms). The rows kept and their words are stored in
+    the checkpoint: prediction reads no vectors file. Each word's row (UNK: zero) goes through
+    a trained linear map to ``model.word_dim`` and is added to its word and character
+    embeddings; ``finetune`` false keeps the rows as read, true trains them too. null: none.
+    """
+
+    path: str | None = None
+    max_rows: int = 200000
+    finetune: bool = False
+
+
+@dataclass
 class ModelConfig:
     """The edge scorer and how its scores become a tree CRF.
 
@@ -251,6 +273,8 @@ class ModelConfig:
     # each arc). Training scores the grid either way. parser-predict label_grid=... overrides.
     label_grid: bool = True
     encoder: EncoderConfig = field(default_factory=EncoderConfig)
+    # pretrained word vectors added to the word input (docs/vectors.md); path null: none
+    vectors: VectorsConfig = field(default_factory=VectorsConfig)
     # Tags: ``upos_input`` gold embeds the data's UPOS column (needs gold or tagger tags at test
     # time); predicted and none read no tag column. ``tag_loss_weight`` > 0 adds a UPOS head on
     # the encoder, trained on the labeled batches (multi-task); its tags replace the data's for

@@ -34,7 +34,8 @@ class EncodedSentence:
     heads, rels: ``[n+1]`` long, -1 where unannotated, 0 at position 0; None for text without
     any head. index: the sentence's position in its dataset. layers: ``[n+1]`` long gold
     class ids of each token-level layer whose column the sentence has (see
-    :func:`parser.data.layers.encode_targets`).
+    :func:`parser.data.layers.encode_targets`). vectors: ``[n+1]`` long pretrained vector rows
+    (:meth:`Vocabularies.vector_ids`), None when the vocabularies have none.
     """
 
     words: Tensor
@@ -44,6 +45,7 @@ class EncodedSentence:
     rels: Tensor | None
     index: int
     layers: Mapping[str, Tensor] = field(default_factory=dict)
+    vectors: Tensor | None = None
 
     @property
     def length(self) -> int:
@@ -59,7 +61,9 @@ def encode(sentence: Sentence, vocabs: Vocabularies, *, index: int = 0,
     if max_chars < 1:
         raise ValueError(f"max_chars must be >= 1, got {max_chars}")
     words = [ROOT] + vocabs.words.indices(sentence.forms)
-    upos = [ROOT] + vocabs.upos.indices(sentence.upos)
+    # an untagged word's UPOS is unknown: a parser reading gold tags reads its own guess or UNK
+    # there, and the UPOS head is not trained on it
+    upos = [ROOT] + vocabs.upos.indices(sentence.annotated("UPOS", sentence.upos))
     char_ids = [[ROOT]] + [vocabs.chars.indices(form[:max_chars]) for form in sentence.forms]
     width = max(len(c) for c in char_ids)
     chars = torch.tensor([ids + [PAD] * (width - len(ids)) for ids in char_ids],
@@ -75,8 +79,10 @@ def encode(sentence: Sentence, vocabs: Vocabularies, *, index: int = 0,
             ids = encode_targets(layer_of(name), sentence, classes)
             if ids is not None:
                 layers[name] = ids
+    vectors = (None if vocabs.vectors is None else
+               torch.tensor([ROOT] + vocabs.vector_ids(sentence.forms), dtype=torch.long))
     return EncodedSentence(torch.tensor(words, dtype=torch.long), chars,
-                           torch.tensor(upos, dtype=torch.long), heads, rels, index, layers)
+                           torch.tensor(upos, dtype=torch.long), heads, rels, index, layers, vectors)
 
 
 def encode_all(sentences: Sequence[Sentence], vocabs: Vocabularies, *, max_chars: int = 32,
@@ -106,8 +112,13 @@ def collate(encoded: Sequence[EncodedSentence], *, labeled: bool) -> Batch:
         chars[b, :e.length + 1, :e.chars.shape[1]] = e.chars
     lengths = torch.tensor([e.length for e in encoded], dtype=torch.long)
     index = torch.tensor([e.index for e in encoded], dtype=torch.long)
+    vectors = None
+    if all(e.vectors is not None for e in encoded):
+        vectors = torch.full((size, positions), PAD, dtype=torch.long)
+        for b, e in enumerate(encoded):
+            vectors[b, :e.length + 1] = e.vectors
     if not labeled:
-        return Batch(words, chars, upos, lengths, None, None, index)
+        return Batch(words, chars, upos, lengths, None, None, index, vectors=vectors)
     heads = torch.zeros((size, positions), dtype=torch.long)
     rels = torch.zeros((size, positions), dtype=torch.long)
     layers = {name: torch.full((size, positions), -1, dtype=torch.long)
@@ -119,7 +130,7 @@ def collate(encoded: Sequence[EncodedSentence], *, labeled: bool) -> Batch:
         rels[b, :e.length + 1] = e.rels
         for name, ids in e.layers.items():
             layers[name][b, :e.length + 1] = ids
-    return Batch(words, chars, upos, lengths, heads, rels, index, layers)
+    return Batch(words, chars, upos, lengths, heads, rels, index, layers, vectors)
 
 
 class BucketBatcher:

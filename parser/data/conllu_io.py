@@ -61,6 +61,10 @@ class Sentence:
     heads:      one per word: 0 for ROOT, -1 where unannotated (``_``).
     path, line: the file and the 1-based line where the sentence starts.
     word_lines: the 1-based file line of each word; ``word_rows`` its index in ``lines``.
+    untagged:   column name -> the 1-based ids of the words whose value in that column (LEMMA,
+                UPOS, XPOS, FEATS) is not annotation (an annotation file's pre-filled words:
+                :mod:`parser.data.partial_trees`): read where a model reads the column as input,
+                never a training target. Empty: every value as written is annotation.
     """
 
     lines: list[str]
@@ -73,6 +77,7 @@ class Sentence:
     line: int
     word_lines: list[int]
     word_rows: list[int]
+    untagged: Mapping[str, frozenset[int]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.forms)
@@ -81,6 +86,12 @@ class Sentence:
     def is_annotated(self) -> bool:
         """True when every word has a head."""
         return -1 not in self.heads
+
+    def annotated(self, name: str, values: Sequence[str | None]) -> list[str | None]:
+        """``values`` (one per word, of column ``name``) with None for the words whose ``name``
+        is not annotation (``untagged``): what training may learn from."""
+        skip = self.untagged.get(name, ())
+        return [None if word in skip else value for word, value in enumerate(values, start=1)]
 
     def column(self, name: str) -> list[str | None]:
         """The values of CoNLL-U column ``name`` (``"XPOS"``, ``"FEATS"``, ...) of the words, as

@@ -12,7 +12,10 @@ pool, each with the comments
 
 and the parser's tree on the other words. Read back for training (:func:`read_partial_trees`),
 only the asked-for words are annotation: the other words' heads are the parser's guesses, read as
-unannotated (``-1``), whatever the file holds there. An asked-for word the annotator left with
+unannotated (``-1``), whatever the file holds there. The LEMMA, UPOS, XPOS and FEATS of an
+annotation file's words are the pool's or the parser's values, not annotation: never training
+targets (``Sentence.untagged``), except the columns named in ``annotated_columns``
+(``data.annotated_columns``), which the annotator filled for the asked-for words. An asked-for word the annotator left with
 HEAD ``_`` is unannotated; one with a HEAD and DEPREL ``_`` has a head and no relation (``-1``;
 the objectives leave its label out). A sentence without ``# selected_words`` is read as written
 (a complete tree, or ``_`` where a word has no head). The heads kept must be part of some tree
@@ -36,6 +39,7 @@ from parser.runtime.io_atomic import atomic_write
 
 __all__ = [
     "POOL_POSITION", "PREDICTED_DEPREL", "PREDICTED_HEAD", "SELECTED_WORDS", "SELECT_ORDER",
+    "TOKEN_COLUMNS",
     "annotated_part", "comment", "edit_words", "fill_selected", "has_heads", "read_partial_trees",
     "refuse_selection_file", "selected_words",
 ]
@@ -48,6 +52,9 @@ SELECT_ORDER = "select_order"
 # MISC keys of an asked-for word: the parser's head and relation, which its HEAD/DEPREL ('_') lack.
 PREDICTED_HEAD, PREDICTED_DEPREL = "PredHead", "PredDeprel"
 HEAD, DEPREL = 6, 7  # column indices
+# The token-level columns an annotation file pre-fills (data.annotated_columns names those that
+# an annotator filled for the asked-for words).
+TOKEN_COLUMNS = ("LEMMA", "UPOS", "XPOS", "FEATS")
 
 
 def comment(sentence: Sentence, key: str) -> str | None:
@@ -99,19 +106,25 @@ def edit_words(lines: list[str], values: Mapping[int, Mapping[int, str]]) -> lis
     return edited
 
 
-def annotated_part(sentence: Sentence, *, single_root: bool = True) -> Sentence:
+def annotated_part(sentence: Sentence, *, single_root: bool = True,
+                   annotated_columns: Iterable[str] = ()) -> Sentence:
     """``sentence`` with the HEAD and DEPREL of every word outside its ``# selected_words``
-    written ``_`` (unchanged without the comment), its remaining heads validated."""
+    written ``_``, its remaining heads validated, and its token columns marked as no annotation
+    (``Sentence.untagged``): every word's, but the asked-for words' ``annotated_columns``.
+    Unchanged when it is not an annotation file's (neither comment)."""
     chosen = selected_words(sentence)
-    if chosen is None:
+    if chosen is None and comment(sentence, POOL_POSITION) is None:
         return sentence
-    keep = set(chosen)
+    words = range(1, len(sentence) + 1)
+    keep = set(words if chosen is None else chosen)
     lines = edit_words(sentence.lines, {word: {HEAD: "_", DEPREL: "_"}
-                                        for word in range(1, len(sentence) + 1) if word not in keep})
+                                        for word in words if word not in keep})
     rows = parse_rows(lines, path=sentence.path, first_line=sentence.line, require_trees=False,
                       single_root=single_root)
+    untagged = {column: frozenset(words) - (keep if column in annotated_columns else set())
+                for column in TOKEN_COLUMNS}
     return Sentence(lines, rows.forms, rows.lemmas, rows.upos, rows.heads, rows.deprels,
-                    sentence.path, sentence.line, rows.word_lines, rows.word_rows)
+                    sentence.path, sentence.line, rows.word_lines, rows.word_rows, untagged)
 
 
 def has_heads(sentence: Sentence) -> bool:
@@ -120,17 +133,25 @@ def has_heads(sentence: Sentence) -> bool:
 
 
 def read_partial_trees(path: str | os.PathLike, *, on_invalid: Literal["raise", "skip"] = "raise",
-                       single_root: bool = True) -> Treebank:
+                       single_root: bool = True,
+                       annotated_columns: Iterable[str] = ()) -> Treebank:
     """A training file that may hold partial trees (``data.partial_trees``): HEAD ``_`` is
-    unannotated, an annotation file's words outside ``# selected_words`` too (module docstring).
+    unannotated, an annotation file's words outside ``# selected_words`` too, and its token
+    columns are no annotation but ``annotated_columns`` of the asked-for words (module docstring).
     ``on_invalid="skip"`` skips a malformed sentence (counted, logged) instead of raising."""
     name = str(path)
+    annotated_columns = tuple(annotated_columns)
+    unknown = sorted(set(annotated_columns) - set(TOKEN_COLUMNS))
+    if unknown:
+        raise ValueError(f"data.annotated_columns: {', '.join(unknown)} not one of "
+                         f"{', '.join(TOKEN_COLUMNS)} (HEAD and DEPREL are always annotation)")
     read = read_conllu(path, on_invalid=on_invalid, require_trees=False, single_root=single_root,
                        check_heads=False)
     sentences, skipped = [], list(read.skipped)
     for sentence in read.sentences:
         try:
-            part = annotated_part(sentence, single_root=single_root)
+            part = annotated_part(sentence, single_root=single_root,
+                                  annotated_columns=annotated_columns)
             if part is sentence:  # not an annotation file's: the heads as read, checked as usual
                 parse_rows(sentence.lines, path=name, first_line=sentence.line,
                            require_trees=False, single_root=single_root)

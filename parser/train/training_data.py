@@ -119,7 +119,8 @@ def read_split(cfg: DataConfig, split: str, *, require_trees: bool = True) -> Tr
         return None
     on_invalid = "raise" if OnInvalid(cfg.on_invalid) is OnInvalid.error else "skip"
     if split == "train" and cfg.partial_trees:  # HEAD '_' and annotation files (docs/annotation.md)
-        return read_partial_trees(path, on_invalid=on_invalid)
+        return read_partial_trees(path, on_invalid=on_invalid,
+                                  annotated_columns=cfg.annotated_columns)
     if split == "train":
         refuse_selection_file(path, option="data.train_file")
     treebank = read_conllu(path, on_invalid=on_invalid, require_trees=require_trees,

@@ -98,10 +98,12 @@ class TokenLayer:
 
     def targets(self, sentence: Sentence) -> list[str | None]:
         """The class of each word of ``sentence``; None where the column is ``_`` (unless
-        ``underscore_is_value``: then ``_`` is the class of an empty value)."""
+        ``underscore_is_value``: then ``_`` is the class of an empty value) and where its value
+        is not annotation (``Sentence.untagged``)."""
         empty = UNDERSCORE if self.underscore_is_value else None
-        return [empty if value is None else self.target(form, value)
-                for form, value in zip(sentence.forms, sentence.column(self.column))]
+        targets = [empty if value is None else self.target(form, value)
+                   for form, value in zip(sentence.forms, sentence.column(self.column))]
+        return sentence.annotated(self.column, targets)
 
     def classes(self, sentences: Iterable[Sentence], *, max_classes: int) -> Vocab | None:
         """The classes of the training ``sentences``, most frequent first, at most
