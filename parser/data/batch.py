@@ -28,6 +28,8 @@ class Batch:
     layers:  gold class ids of each token-level layer by name (:mod:`parser.data.layers`),
              ``[B, N+1]`` long, ``-1`` at ROOT, padding and unannotated words; ``None`` for
              unlabeled text.
+    vectors: ``[B, N+1]`` pretrained vector row ids (``Vocabularies.vector_ids``; ROOT id at
+             position 0, PAD beyond the length); ``None`` without ``model.vectors``.
     """
 
     words: Tensor
@@ -38,6 +40,7 @@ class Batch:
     rels: Tensor | None = None
     index: Tensor | None = None
     layers: Mapping[str, Tensor] | None = None
+    vectors: Tensor | None = None
 
     @property
     def size(self) -> int:

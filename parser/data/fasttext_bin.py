@@ -108,10 +108,10 @@ class _Stream:
 
 
 def read_fasttext_bin(handle: IO[bytes], path: Path, *, keep: set[str], max_rows: int,
-                      reserved: int) -> Vectors:
+                      reserved: int, skip: set[str] = frozenset()) -> Vectors:
     """The kept words' vectors of the fastText model in ``handle`` (its magic number already
     read): the dictionary's first ``max_rows`` words, its words in ``keep``, and the words of
-    ``keep`` it lacks (from their n-grams)."""
+    ``keep`` it lacks (from their n-grams); none of ``skip``."""
     stream = _Stream(handle, path, offset=4)
     (version,) = stream.unpack("<i", what="header")
     if version != VERSION:
@@ -145,7 +145,7 @@ def read_fasttext_bin(handle: IO[bytes], path: Path, *, keep: set[str], max_rows
     if rows != nwords + bucket or columns != dim:
         raise VectorsError(path, f"byte {stream.offset}", f"input matrix {rows} x {columns}, "
                                                           f"expected {nwords + bucket} x {dim}")
-    kept, owners = _kept_words(words[:nwords], keep=keep, max_rows=max_rows, nwords=nwords,
+    kept, owners = _kept_words(words[:nwords], keep=keep, skip=skip, max_rows=max_rows, nwords=nwords,
                                bucket=bucket, minn=minn, maxn=maxn if pruned != 0 else 0)
     sums = torch.zeros(reserved + len(kept), dim)
     order = np.argsort(owners[0], kind="stable")
@@ -165,13 +165,13 @@ def read_fasttext_bin(handle: IO[bytes], path: Path, *, keep: set[str], max_rows
     return Vectors(kept, sums.numpy(), nwords, "fasttext_bin")
 
 
-def _kept_words(dictionary: list[str], *, keep: set[str], max_rows: int, nwords: int,
+def _kept_words(dictionary: list[str], *, keep: set[str], skip: set[str], max_rows: int, nwords: int,
                 bucket: int, minn: int, maxn: int) -> tuple[list[str], tuple[np.ndarray, np.ndarray]]:
     """The kept words and ``(matrix rows, slots)``: each kept word (slot) sums these rows."""
     kept: list[str] = []
     rows: list[int] = []
     slots: list[int] = []
-    seen = set()
+    seen = set(skip)
     known = {}
     for i, word in enumerate(dictionary):
         known.setdefault(word, i)

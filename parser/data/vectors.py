@@ -37,44 +37,52 @@ another dimension, or a cut or damaged file)
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import IO
 
 import numpy as np
 
+from parser.data.conllu_io import Sentence
 from parser.data.corpus_files import open_binary
 from parser.data.fasttext_bin import FASTTEXT_MAGIC, read_fasttext_bin
 from parser.data.text_files import utf8_error
 from parser.data.vector_rows import Vectors, VectorsError, keep_set
+from parser.data.vocab import N_SPECIAL, SPECIALS, UNK, Vocab, Vocabularies
 
-__all__ = ["Vectors", "VectorsError", "keep_set", "read_vectors"]
+__all__ = ["Vectors", "VectorsError", "keep_set", "read_vectors", "vocabularies_with_vectors"]
+
+log = logging.getLogger(__name__)
 
 SHOWN = 40  # characters of a bad line quoted in a message
 
 
 def read_vectors(path: str | os.PathLike, *, wanted: Iterable[str] = (), max_rows: int = 200000,
-                 reserved: int = 0) -> Vectors:
+                 reserved: int = 0, skip: Iterable[str] = ()) -> Vectors:
     """The rows of ``path`` a parser can use: the first ``max_rows`` and those of ``wanted``
-    words and their lowercased forms (a word given twice: its first row); ``reserved`` zero rows
-    come first in the matrix (a vocabulary's PAD, UNK and ROOT)."""
+    words and their lowercased forms (a word given twice: its first row; the words of ``skip``:
+    none); ``reserved`` zero rows come first in the matrix (a vocabulary's PAD, UNK and ROOT)."""
     path = Path(path).expanduser()
     if max_rows < 0 or reserved < 0:
         raise ValueError(f"max_rows={max_rows}, reserved={reserved}: must be >= 0")
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such vectors file")
     keep = keep_set(wanted)
+    skip = set(skip)
     with open_binary(path) as handle:
         start = handle.peek(4)[:4]  # nothing consumed (every opener of open_binary buffers)
         if len(start) == 4 and int.from_bytes(start, "little") == FASTTEXT_MAGIC:
             handle.read(4)
-            return read_fasttext_bin(handle, path, keep=keep, max_rows=max_rows, reserved=reserved)
-        return _read_text(handle, path, keep=keep, max_rows=max_rows, reserved=reserved)
+            return read_fasttext_bin(handle, path, keep=keep, max_rows=max_rows, reserved=reserved,
+                                     skip=skip)
+        return _read_text(handle, path, keep=keep, max_rows=max_rows, reserved=reserved, skip=skip)
 
 
 def _read_text(handle: IO[bytes], path: Path, *, keep: set[str], max_rows: int,
-               reserved: int) -> Vectors:
+               reserved: int, skip: set[str]) -> Vectors:
     first = handle.readline()
     if not first:
         raise VectorsError(path, 1, "empty file: not word vectors")
@@ -93,7 +101,7 @@ def _read_text(handle: IO[bytes], path: Path, *, keep: set[str], max_rows: int,
         bound = min(bound, promised)
     matrix: np.ndarray | None = None
     words: list[str] = []
-    seen: set[str] = set()
+    seen = set(skip)
     rows = 0
     while True:
         line = pending if pending is not None else handle.readline()
@@ -139,6 +147,28 @@ def _read_text(handle: IO[bytes], path: Path, *, keep: set[str], max_rows: int,
     else:
         matrix.resize((reserved + len(words), dim), refcheck=False)  # in place: no second copy
     return Vectors(words, matrix, rows, "text")
+
+
+def vocabularies_with_vectors(vocabs: Vocabularies, sentences: Iterable[Sentence], *,
+                              path: str | os.PathLike, max_rows: int) -> tuple[Vocabularies, np.ndarray]:
+    """``vocabs`` with the vector rows a parser trained on ``sentences`` keeps (their forms
+    are the wanted words), and those rows' matrix ``[len(vectors), dim]`` (PAD, UNK and ROOT
+    zero)."""
+    if max_rows < 0:
+        raise ValueError(f"model.vectors.max_rows={max_rows}: must be >= 0")
+    sentences = list(sentences)
+    wanted = {form for sentence in sentences for form in sentence.forms}
+    vectors = read_vectors(path, wanted=wanted, max_rows=max_rows, reserved=N_SPECIAL,
+                           skip=SPECIALS)
+    vocab = Vocab(vectors.words, name="vectors")
+    result = replace(vocabs, vectors=vocab, vector_dim=vectors.dim)
+    tokens = [form for sentence in sentences for form in sentence.forms]
+    found = sum(vocab.index(form) != UNK for form in tokens)
+    lowered = sum(vocab.index(form) == UNK and vocab.index(form.lower()) != UNK for form in tokens)
+    log.info("model.vectors: %d rows of dimension %d kept of the %d in %s; of the %d training "
+             "words, %d have their own row and %d their lowercased form's", len(vectors.words),
+             vectors.dim, vectors.rows_read, path, len(tokens), found, lowered)
+    return result, vectors.matrix
 
 
 def _header(line: bytes) -> tuple[int, int] | None:

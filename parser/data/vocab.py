@@ -129,6 +129,11 @@ class Vocabularies:
 
     Relations are kept whole (``nmod:poss``); :meth:`rel_universal_ids` maps each to its
     universal part for LAS as CoNLL 2018 scores it.
+
+    ``vectors``: the words of the pretrained vector rows a parser keeps (``model.vectors``,
+    :mod:`parser.data.vectors`; their matrix is the model's), ``vector_dim`` their dimension;
+    None and 0 without vectors. A form reads its row, else its lowercased form's, else UNK
+    (:meth:`vector_ids`).
     """
 
     words: Vocab
@@ -137,6 +142,8 @@ class Vocabularies:
     rels: Vocab
     layers: Mapping[str, Vocab] = field(default_factory=dict)
     lexicons: Mapping[str, Mapping] = field(default_factory=dict)
+    vectors: Vocab | None = None
+    vector_dim: int = 0
     # what decoding derives from them once per model (the layers' Dictionary objects); not state
     derived: dict = field(default_factory=dict, init=False, compare=False, repr=False)
 
@@ -174,6 +181,18 @@ class Vocabularies:
                    {name: vocab for name, vocab in classes.items() if vocab is not None},
                    {name: lexicon for name, lexicon in lexicons.items() if lexicon})
 
+    def vector_ids(self, forms: Iterable[str]) -> list[int]:
+        """The vector row of each form: its own, else its lowercased form's, else UNK.
+
+        >>> vocabs = Vocabularies(*(Vocab() for _ in range(4)), vectors=Vocab(["the", "cat"]))
+        >>> vocabs.vector_ids(["The", "cat", "Cat", "dog"])
+        [3, 4, 4, 1]
+        """
+        if self.vectors is None:
+            raise ValueError("these vocabularies hold no vector rows (a parser without model.vectors)")
+        get = self.vectors._ids.get
+        return [get(form) or get(form.lower(), UNK) for form in forms]
+
     def rel_universal_ids(self) -> Tensor:
         """``[L]`` long: for each relation id, an id shared by all relations with the same part
         before ``':'`` (``nmod`` and ``nmod:poss`` get the same); specials map to themselves.
@@ -206,6 +225,8 @@ class Vocabularies:
             state["layers"] = {name: vocab.state_dict() for name, vocab in self.layers.items()}
         if self.lexicons:
             state["lexicons"] = {name: _lexicon_state(lexicon) for name, lexicon in self.lexicons.items()}
+        if self.vectors is not None:  # absent otherwise: as before vectors
+            state["vectors"] = {**self.vectors.state_dict(), "dim": self.vector_dim}
         return state
 
     @classmethod
@@ -218,11 +239,18 @@ class Vocabularies:
                   for name, layer in (state.get("layers") or {}).items()}
         lexicons = {name: _lexicon_from_state(lexicon)
                     for name, lexicon in (state.get("lexicons") or {}).items()}
-        return cls(*(Vocab.from_state_dict(state[name]) for name in _FIELDS), layers, lexicons)
+        vectors = state.get("vectors")
+        return cls(*(Vocab.from_state_dict(state[name]) for name in _FIELDS), layers, lexicons,
+                   None if vectors is None else Vocab.from_state_dict(vectors),
+                   0 if vectors is None else int(vectors["dim"]))
 
     def sizes(self) -> dict[str, int]:
-        """Sizes of the four base vocabularies (``layer_sizes``: the layers')."""
-        return {name: len(getattr(self, name)) for name in _FIELDS}
+        """Sizes of the four base vocabularies (``layer_sizes``: the layers'), and with vector
+        rows their number (``vectors``, the specials included) and dimension (``vector_dim``)."""
+        sizes = {name: len(getattr(self, name)) for name in _FIELDS}
+        if self.vectors is not None:
+            sizes.update(vectors=len(self.vectors), vector_dim=self.vector_dim)
+        return sizes
 
     def layer_sizes(self) -> dict[str, int]:
         """The number of classes of each layer, by name."""

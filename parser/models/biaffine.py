@@ -23,6 +23,7 @@ from parser.models.layers import (
     dropped_words,
 )
 from parser.models.transformer import TransformerEncoder
+from parser.models.word_vectors import WordVectors
 
 UNK = 1  # id 0 = PAD, 1 = UNK, 2 = ROOT in every vocabulary (the data layer's convention)
 
@@ -51,6 +52,12 @@ class BiaffineScorer(nn.Module):
     adds a UPOS head on the same states (``EdgeScores.tags``); ``layer_sizes`` (layer name ->
     number of classes) a head per token-level layer (:mod:`parser.data.layers`,
     ``EdgeScores.layers``).
+
+    ``vectors`` (``model.vectors``; its ``path`` null: none) adds pretrained word vectors
+    (:class:`~parser.models.word_vectors.WordVectors`, ``n_vectors`` rows of ``vector_dim``,
+    ``vector_rows`` their values for a new model, else read from a checkpoint) to the word and
+    character embeddings, through a trained linear map; it needs that word input (the BiLSTM or
+    CNN encoder, or a transformer with ``encoder.use_chars``).
     """
 
     def __init__(
@@ -76,6 +83,10 @@ class BiaffineScorer(nn.Module):
         char_tokens: Sequence[str] = (),
         n_tags: int = 0,
         layer_sizes: Mapping[str, int] | None = None,
+        vectors: Mapping[str, Any] | None = None,
+        n_vectors: int = 0,
+        vector_dim: int = 0,
+        vector_rows: torch.Tensor | None = None,
     ) -> None:
         super().__init__()
         encoder = {key: getattr(value, "value", value) for key, value in (encoder or {}).items()}
@@ -119,6 +130,17 @@ class BiaffineScorer(nn.Module):
                       "upos_dim": upos_dim, "lstm_hidden": lstm_hidden, "lstm_layers": lstm_layers,
                       "arc_mlp": arc_mlp, "rel_mlp": rel_mlp, "dropout": dropout, "n_tags": n_tags}
         self.layer_sizes = dict(layer_sizes or {})
+        self.vectors = None
+        if vectors is not None and vectors.get("path"):
+            if not use_words:
+                raise NotImplementedError(
+                    "model.vectors are added to the word embeddings: use them with "
+                    "model.use_words=true (a transformer encoder: model.encoder.use_chars=true)")
+            if n_vectors < 3:
+                raise ValueError(f"model.vectors.path={vectors['path']}: the vocabularies hold no "
+                                 "vector rows (a parser or teacher trained without vectors?)")
+            self.vectors = {"n_rows": n_vectors, "dim": vector_dim,
+                            "finetune": bool(vectors.get("finetune", False)), "rows": vector_rows}
         self.feature_dropout = nn.Dropout(dropout_features if self.transformer is not None else 0.0)
         self._build_layers()
 
@@ -132,6 +154,10 @@ class BiaffineScorer(nn.Module):
             self.char_encoder = CharLSTM(
                 self.n_chars, char_dim=z["char_dim"], hidden=z["char_hidden"], n_out=z["word_dim"]
             )
+        self.word_vectors = None
+        if self.vectors is not None:
+            self.word_vectors = WordVectors(**self.vectors, n_out=z["word_dim"])
+            self.vectors["rows"] = None  # held by the module now (a rebuild reads the checkpoint)
         self.upos_embed = nn.Embedding(self.n_upos, z["upos_dim"], padding_idx=0) if self.use_upos else None
         n_input = ((z["word_dim"] if self.use_words else 0) + (z["upos_dim"] if self.use_upos else 0)
                    + (self.transformer.n_out if self.transformer is not None else 0))
@@ -171,10 +197,17 @@ class BiaffineScorer(nn.Module):
         if self.transformer is not None:
             inputs.append(self.feature_dropout(self.transformer(batch.chars, lengths)))
         if self.word_embed is not None and self.char_encoder is not None:
+            vector_ids = batch.vectors
             if self.training and self.word_dropout > 0:
                 # a new tensor: the caller's batch is untouched
-                words = words.masked_fill(dropped_words(batch.word_mask, self.word_dropout), UNK)
-            inputs.append(self.word_embed(words) + self.char_encoder(batch.chars, present))
+                dropped = dropped_words(batch.word_mask, self.word_dropout)
+                words = words.masked_fill(dropped, UNK)
+                if self.word_vectors is not None and vector_ids is not None:
+                    vector_ids = vector_ids.masked_fill(dropped, UNK)
+            embedded = self.word_embed(words) + self.char_encoder(batch.chars, present)
+            if self.word_vectors is not None:
+                embedded = embedded + self.word_vectors(vector_ids)
+            inputs.append(embedded)
         if self.upos_embed is not None:
             inputs.append(self.upos_embed(batch.upos))
         x = torch.cat(inputs, dim=-1)

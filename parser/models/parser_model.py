@@ -186,7 +186,7 @@ class ParserModel(nn.Module):
 def build_parser(
     cfg: ModelConfig, sizes: Mapping[str, int], *, upos: Vocab | None = None,
     chars: Vocab | None = None, rels: Vocab | None = None,
-    layer_sizes: Mapping[str, int] | None = None,
+    layer_sizes: Mapping[str, int] | None = None, vector_rows: Tensor | None = None,
 ) -> ParserModel:
     """A fresh parser for vocabularies of ``sizes`` (``words``, ``chars``, ``upos``, ``rels``),
     with a head for each token-level layer of ``layer_sizes`` (name -> classes:
@@ -197,9 +197,13 @@ def build_parser(
     ``attach_to_units`` to ids; it is needed only when those lists are not empty. ``chars``,
     the character vocabulary, spells the words for a transformer encoder (needed only then).
     ``rels``, the relation vocabulary, names the relations of ``model.ud_rules`` (without it, no
-    UD rule applies).
+    UD rule applies). With ``model.vectors``, ``sizes`` also gives ``vectors`` and ``vector_dim``
+    (``Vocabularies.sizes()``) and ``vector_rows`` the rows a new model starts from
+    (``[vectors, vector_dim]``; None: zeros, for a checkpoint's weights to fill).
     """
     options = scorer_kwargs(cfg)
+    options.pop("vectors", None)
+    vectors = _plain(_get(cfg, "vectors", None))
     upos_input = UposInput(_get(cfg, "upos_input", UposInput.gold))
     tag_loss_weight = float(_get(cfg, "tag_loss_weight", 0.0))
     if tag_loss_weight < 0:
@@ -217,11 +221,17 @@ def build_parser(
         options["use_upos"] = bool(options.get("use_upos", True)) and upos_input is UposInput.gold
         options["n_tags"] = sizes["upos"] if tag_loss_weight > 0 else 0
         options["layer_sizes"] = dict(layer_sizes or {})
+        options["vectors"] = vectors
+        if vectors.get("path"):
+            options["vector_rows"] = vector_rows
         if encoder.get("kind") == EncoderKind.transformer.value:
             if chars is None:
                 raise ValueError("a transformer encoder spells the words from their characters: "
                                  "pass build_parser(chars=vocabs.chars)")
             options["char_tokens"] = list(chars.tokens)
+    elif vectors.get("path"):
+        raise NotImplementedError(f"model.vectors with model.kind={kind}: pretrained vectors "
+                                  "enter the biaffine scorer's word input only")
     elif tag_loss_weight > 0 or upos_input is not UposInput.gold or layer_sizes:
         raise ValueError(f"model.kind={kind}: model.tag_loss_weight, model.upos_input and "
                          "model.layers are biaffine options (the log-linear templates read the "
@@ -234,6 +244,8 @@ def build_parser(
         n_chars=sizes["chars"],
         n_upos=sizes["upos"],
         n_rels=sizes["rels"],
+        n_vectors=int(sizes.get("vectors", 0)),
+        vector_dim=int(sizes.get("vector_dim", 0)),
         options=options,
     )
     unit_tags = upos_ids(cfg.attach_to_units, upos, option="model.attach_to_units")
@@ -276,6 +288,17 @@ def ud_rules_of(names: Any, rels: Vocab | None, upos: Vocab | None = None) -> UD
     if OmegaConf.is_config(names):
         names = OmegaConf.to_container(names)
     return UDRules.from_vocab(rels, parse_rules(names if names is not None else "none"), upos=upos)
+
+
+def _plain(node: Any) -> dict[str, Any]:
+    """A config node (DictConfig, dataclass, mapping or None) as a plain dict, enums as text."""
+    if node is None:
+        return {}
+    if OmegaConf.is_config(node):
+        return OmegaConf.to_container(node, enum_to_str=True)
+    if not isinstance(node, Mapping):
+        return {k: getattr(v, "value", v) for k, v in vars(node).items()}
+    return dict(node)
 
 
 def _get(cfg: ModelConfig | Mapping[str, Any], key: str, default: Any) -> Any:

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
@@ -33,6 +34,7 @@ from parser.data.partial_trees import has_heads, read_partial_trees, refuse_sele
 from parser.data.paths import SPLITS, resolve_ud_root, treebank_file
 from parser.data.streams import TrainingStream, split_labeled, strip_annotation, unlabeled_subset
 from parser.data.treebanks import MIN_CARVED_DEV, TreebankInfo, carved_dev_size, read_treebank_info
+from parser.data.vectors import vocabularies_with_vectors
 from parser.data.vocab import Vocabularies
 from parser.inference import missing_upos, tag_input
 from parser.objectives import terms_needing
@@ -199,13 +201,16 @@ class TrainingData:
     unlabeled: list[Sentence]
     dev: Treebank | None
     test: Treebank | None
+    # model.vectors' rows ``[len(vocabs.vectors), vocabs.vector_dim]`` for a new model (None:
+    # no vectors, or vocabularies given, whose model's weights hold them)
+    vector_rows: np.ndarray | None = None
 
 
 def load_training_data(
     cfg: DataConfig, *, seed: int, vocabs: Vocabularies | None = None, num_replicas: int = 1,
     rank: int = 0, objective_terms: Mapping | None = None, projective_trees: bool = False,
     layers: Sequence[TokenLayer] = (), layer_max_classes: int = 1000,
-    tag_dictionary: TokenLayer | None = None,
+    tag_dictionary: TokenLayer | None = None, vectors: Mapping | None = None,
 ) -> TrainingData:
     """Read the files, tag the unlabeled text (``data.tagger``), build (or reuse, when
     resuming) the vocabularies, make the stream. ``objective_terms`` (``objective.terms``) says
@@ -213,7 +218,9 @@ def load_training_data(
     ``projective_trees`` (``model.crf=projective``): labeled trees that are not projective are
     left out (:func:`projective_only`). ``layers``: the token-level layers whose classes the
     vocabularies hold (at most ``layer_max_classes`` each), built from the labeled trees;
-    ``tag_dictionary``: the UPOS dictionary to build too (a parser that tags its own words)."""
+    ``tag_dictionary``: the UPOS dictionary to build too (a parser that tags its own words);
+    ``vectors`` (``model.vectors``): with a ``path``, new vocabularies keep its rows for the
+    training words (:func:`parser.data.vectors.vocabularies_with_vectors`)."""
     info = check_treebank(cfg)
     train = read_split(cfg, "train")
     sentences = list(train.sentences) if train is not None else []
@@ -255,9 +262,13 @@ def load_training_data(
                 f"are longer (shortest: {min(len(s) for s in part)} words); raise data.max_length"
             )
     report_unknown_upos(labeled + unlabeled)
+    vector_rows = None
     if vocabs is None:
         vocabs = Vocabularies.build(labeled + unlabeled, min_freq=cfg.min_freq, layers=layers,
                                     max_classes=layer_max_classes, tag_dictionary=tag_dictionary)
+        if vectors is not None and vectors.get("path"):
+            vocabs, vector_rows = vocabularies_with_vectors(
+                vocabs, labeled + unlabeled, path=vectors["path"], max_rows=int(vectors["max_rows"]))
     if cfg.unlabeled_size is not None:
         # After the vocabulary: every size has the full-size run's, so one teacher serves them all.
         unlabeled = [unlabeled[i] for i in unlabeled_subset(len(unlabeled), size=cfg.unlabeled_size,
@@ -276,7 +287,7 @@ def load_training_data(
     )
     return TrainingData(
         vocabs=vocabs, stream=stream, labeled=labeled, unlabeled=unlabeled,
-        dev=dev, test=read_split(cfg, "test"),
+        dev=dev, test=read_split(cfg, "test"), vector_rows=vector_rows,
     )
 
 

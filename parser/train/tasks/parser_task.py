@@ -48,6 +48,7 @@ class ParserTask:
             projective_trees=str(cfg.model.crf) == "projective", layers=layers_of(cfg.model),
             layer_max_classes=int(cfg.model.layer_max_classes),
             tag_dictionary=UposColumn() if reads_own_tags(cfg.model) else None,
+            vectors=cfg.model.vectors,
         )
         self.vocabs = self.data.vocabs
         if dist.is_main:
@@ -56,7 +57,9 @@ class ParserTask:
                     log_unknown_words(split.sentences, self.vocabs, name=split.path)
         self.model: ParserModel = build_parser(
             cfg.model, self.vocabs.sizes(), upos=self.vocabs.upos, chars=self.vocabs.chars,
-            rels=self.vocabs.rels, layer_sizes=self.vocabs.layer_sizes()).to(self.device)
+            rels=self.vocabs.rels, layer_sizes=self.vocabs.layer_sizes(),
+            vector_rows=None if self.data.vector_rows is None else torch.from_numpy(self.data.vector_rows),
+        ).to(self.device)
         if start:
             try:
                 self.model.load_state_dict(start[0].state_dict())
