@@ -125,8 +125,6 @@ def create_app(settings: ServeSettings, *, models: dict | None = None) -> FastAP
             raise ProtocolError("Unauthorized: send the header 'Authorization: Bearer <token>'.",
                                 status=401, headers={"WWW-Authenticate": "Bearer"})
 
-    @app.api_route("/models", methods=["GET", "POST"], response_class=JSONResponse,
-                   summary="The models served and the default one (UDPipe's /models)")
     async def list_models(request: Request) -> Response:
         check_token(request)
         components = {name: ["tokenizer", "tagger", "parser"]
@@ -134,9 +132,6 @@ def create_app(settings: ServeSettings, *, models: dict | None = None) -> FastAP
                       else ["tagger", "parser"] for name in names}
         return JSONResponse({"models": components, "default_model": names[0]})
 
-    @app.api_route("/process", methods=["GET", "POST"], response_class=JSONResponse,
-                   summary="Tokenise, tag and parse data (UDPipe's /process)",
-                   openapi_extra=_process_openapi())
     async def process(request: Request) -> Response:
         check_token(request)
         started = time.monotonic()
@@ -173,6 +168,15 @@ def create_app(settings: ServeSettings, *, models: dict | None = None) -> FastAP
                                  ACKNOWLEDGEMENT,
                                  f"{job_request.model}: {Path(settings.models[job_request.model]).name}"],
                              "result": result})
+
+    for method in ("GET", "POST"):  # one operation each (OpenAPI ids are unique)
+        app.add_api_route("/models", list_models, methods=[method], response_class=JSONResponse,
+                          operation_id=f"models_{method.lower()}",
+                          summary="The models served and the default one (UDPipe's /models)")
+        app.add_api_route("/process", process, methods=[method], response_class=JSONResponse,
+                          operation_id=f"process_{method.lower()}",
+                          summary="Tokenise, tag and parse data (UDPipe's /process)",
+                          openapi_extra=_process_openapi())
 
     @app.get("/api", response_class=HTMLResponse, summary="This API, for people")
     async def api_page() -> Response:
