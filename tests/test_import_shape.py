@@ -1,7 +1,7 @@
 """The shape of ``parser/``'s imports, read with ``ast`` (nothing is imported): no cycle between
 its sub-packages, and no import of a parser module placed inside a function (the usual way a cycle
 hides). Layers, lowest first: structs, config, runtime <- data, eval <- models, constraints,
-objectives <- tagger <- inference <- train <- cli."""
+objectives, view <- tagger <- inference <- train <- cli."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ LAZY_ALLOWED = {
 LAYERS = [
     {"parser.structs", "parser.config", "parser.runtime"},
     {"parser.data", "parser.eval"},
-    {"parser.models", "parser.constraints", "parser.objectives"},
+    {"parser.models", "parser.constraints", "parser.objectives", "parser.view"},
     {"parser.tagger", "parser.tokenize"},
     {"parser.inference"},
     {"parser.train"},
