@@ -25,6 +25,7 @@ from typing import IO, Literal
 
 import conllu
 
+from parser.data.misc import merged_misc
 from parser.data.text_files import decode_utf8
 from parser.data.validate import ConlluError, check_text, parse_rows
 from parser.runtime.io_atomic import atomic_write
@@ -286,8 +287,9 @@ def format_sentence(sentence: Sentence, *, heads: Sequence[int] | None = None,
     words replaced (one value per word; None writes ``_``) and every other byte kept.
     ``clear_deps``: the enhanced graph, built on the old HEAD, is removed so that it cannot
     contradict new heads: DEPS becomes ``_`` and empty nodes (``5.1``), which only it uses, are
-    dropped. ``misc``: per word, ``Key=value`` entries added to MISC (an entry with the same key
-    is replaced, ``_`` gives way, the others are kept); ``comments``: ``# key = value`` lines
+    dropped. ``misc``: per word, ``Key=value`` entries added to MISC by the one MISC writer
+    (:func:`parser.data.misc.merged_misc`: an entry with the same key is replaced, ``_`` gives
+    way, the others are kept); ``comments``: ``# key = value`` lines
     added after the sentence's comments (a comment with the same key is replaced); ``columns``:
     any other column by name (``{"LEMMA": [...], "FEATS": [...]}``), one value per word."""
     n = len(sentence)
@@ -316,7 +318,7 @@ def format_sentence(sentence: Sentence, *, heads: Sequence[int] | None = None,
         for column, values in new.items():
             cols[column] = "_" if values[i] is None else str(values[i])
         if misc is not None and misc[i]:
-            cols[9] = _merged_misc(cols[9], misc[i])
+            cols[9] = merged_misc(cols[9], misc[i])
         lines[row] = "\t".join(cols)
     if clear_deps:  # words' DEPS to '_'; empty nodes exist only in the enhanced graph: dropped
         kept = []
@@ -339,19 +341,6 @@ def _column_index(name: str) -> int:
     except KeyError:
         raise ValueError(f"{name!r} is not a CoNLL-U column; expected one of "
                          f"{', '.join(COLUMNS)}") from None
-
-
-def _merged_misc(value: str, entries: Mapping[str, str]) -> str:
-    """MISC ``value`` with ``entries`` added as ``Key=value``, replacing any with the same key.
-
-    >>> _merged_misc("SpaceAfter=No|HeadProb=0.1", {"HeadProb": "0.9700"})
-    'SpaceAfter=No|HeadProb=0.9700'
-    >>> _merged_misc("_", {"HeadProb": "1.0000"})
-    'HeadProb=1.0000'
-    """
-    kept = [item for item in ("" if value == "_" else value).split("|")
-            if item and item.split("=", 1)[0] not in entries]
-    return "|".join(kept + [f"{key}={text}" for key, text in entries.items()]) or "_"
 
 
 def _with_comments(lines: list[str], comments: Mapping[str, str]) -> list[str]:

@@ -7,6 +7,11 @@ gold columns into predictions: a LEMMA, XPOS or FEATS column the model does not 
 a tagger's), so that column is its input and stays as read. With
 ``keep_columns=given`` (as ``keep_heads=given`` for heads) the input's values stay wherever it
 has one, predictions fill only its ``_``, and a column the model does not predict is kept as read.
+
+A layer whose column is MISC predicts ``Key=value`` entries, which join the input's MISC through
+the one MISC writer (:func:`parser.data.misc.merged_misc`, as the confidence and the tokenizer
+write theirs): a predicted key replaces the input's (with ``keep_columns=given`` the input's
+stays and only keys it lacks are added), every other entry stays (:func:`written_misc`).
 """
 
 from __future__ import annotations
@@ -19,13 +24,15 @@ import torch
 from parser.data.batch import Batch
 from parser.data.conllu_io import Sentence
 from parser.data.layers import Dictionary, TokenLayer, UposColumn, layer_of
+from parser.data.misc import misc_entries
 from parser.data.vocab import Vocab, Vocabularies
 from parser.structs import ParserOutput
 
-__all__ = ["ANNOTATION_COLUMNS", "KEEP_COLUMNS", "dictionary_tags", "layer_columns",
-           "written_columns"]
+__all__ = ["ANNOTATION_COLUMNS", "KEEP_COLUMNS", "WRITTEN_COLUMNS", "dictionary_tags",
+           "layer_columns", "misc_of_words", "written_columns", "written_misc"]
 
 ANNOTATION_COLUMNS = ("LEMMA", "UPOS", "XPOS", "FEATS")
+WRITTEN_COLUMNS = (*ANNOTATION_COLUMNS, "MISC")  # the columns a layer's prediction may be written to
 KEEP_COLUMNS = ("none", "given")
 UPOS = UposColumn()
 
@@ -40,6 +47,9 @@ def layer_columns(out: ParserOutput, batch: Batch, vocabs: Vocabularies,
     forms = [sentences[i].forms for i in index]
     for name, layer_scores in scores.items():
         layer, classes = layer_of(name), vocabs.layers[name]
+        if layer.column not in WRITTEN_COLUMNS:
+            raise NotImplementedError(f"layer {name!r} predicts column {layer.column}, which no "
+                                      f"writer writes; predictions go to {', '.join(WRITTEN_COLUMNS)}")
         values = layer.decode(forms, layer_scores[:, 1:], classes,
                               _dictionary(vocabs, layer, classes))
         for i, column in zip(index, values):
@@ -96,3 +106,44 @@ def written_columns(sentence: Sentence, predicted: Mapping[str, Sequence[str | N
         elif not keep and column != "UPOS":
             columns[column] = [None] * len(sentence)
     return columns
+
+
+def written_misc(sentence: Sentence, predicted: Mapping[str, Sequence[str | None]], *,
+                 keep_columns: str = "none") -> list[dict[str, str]] | None:
+    """Per word, the MISC entries a layer whose column is MISC adds (module docstring); None
+    when no layer predicts MISC. A predicted ``_`` adds nothing.
+
+    >>> from parser.data.conllu_io import tokenized_sentence
+    >>> s = tokenized_sentence(["Dogs", "bark"], path="x", stem="x", line=1)
+    >>> written_misc(s, {"MISC": ["SpaceAfter=No", None]})
+    [{'SpaceAfter': 'No'}, {}]
+    """
+    if keep_columns not in KEEP_COLUMNS:
+        raise ValueError(f"keep_columns={keep_columns!r}: expected none or given")
+    if "MISC" not in predicted:
+        return None
+    given = sentence.column("MISC") if keep_columns == "given" else [None] * len(sentence)
+    entries = []
+    for value, old in zip(predicted["MISC"], given):
+        new, kept = misc_entries(value), misc_entries(old)
+        entries.append({key: text for key, text in new.items() if key not in kept})
+    return entries
+
+
+def misc_of_words(*layers: Sequence[Mapping[str, str]] | None) -> list[dict[str, str]] | None:
+    """The MISC entries of each word from several writers (each None or one mapping per word),
+    a later writer's key replacing an earlier one's; None when every writer is None.
+
+    >>> misc_of_words([{"A": "1"}], None, [{"A": "2", "B": "3"}])
+    [{'A': '2', 'B': '3'}]
+    """
+    given = [layer for layer in layers if layer is not None]
+    if not given:
+        return None
+    words: list[dict[str, str]] = [{} for _ in given[0]]
+    for layer in given:
+        if len(layer) != len(words):
+            raise ValueError(f"MISC entries for {len(layer)} words, expected {len(words)}")
+        for entry, more in zip(words, layer):
+            entry.update(more)
+    return words

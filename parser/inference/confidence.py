@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from parser.data.misc import DEPREL_PROB, HEAD_PROB
 from parser.models.decoder import N_SPECIAL_RELS
 from parser.structs import ParserOutput
 
@@ -88,9 +89,9 @@ def confidence_annotations(
     for sentence in confidence:
         words = []
         for i, head in enumerate(sentence.head_probs):
-            entry = {"HeadProb": _fixed(head)}
+            entry = {HEAD_PROB: _fixed(head)}
             if sentence.deprel_probs is not None:
-                entry["DeprelProb"] = _fixed(sentence.deprel_probs[i])
+                entry[DEPREL_PROB] = _fixed(sentence.deprel_probs[i])
             words.append(entry)
         misc.append(words)
         comments.append({"tree_logprob": _fixed(sentence.tree_logprob),

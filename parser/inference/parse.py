@@ -21,7 +21,13 @@ from parser.data.batching import BucketBatcher, encode_all
 from parser.data.conllu_io import Sentence, format_sentence
 from parser.data.vocab import UNK, Vocabularies
 from parser.eval.metrics import AttachmentMetric
-from parser.inference.columns import dictionary_tags, layer_columns, written_columns
+from parser.inference.columns import (
+    dictionary_tags,
+    layer_columns,
+    misc_of_words,
+    written_columns,
+    written_misc,
+)
 from parser.inference.confidence import SentenceConfidence, batch_confidence, confidence_annotations
 from parser.models.parser_model import ParserModel, reads_own_tags
 from parser.runtime.io_atomic import atomic_write
@@ -196,9 +202,11 @@ def prediction_blocks(
         if upos is not None:
             predicted["UPOS"] = upos[i]
         columns = written_columns(sentence, predicted, keep_columns=keep_columns)
+        words_misc = misc_of_words(written_misc(sentence, predicted, keep_columns=keep_columns),
+                                   None if misc is None else misc[i])
         blocks.append(format_sentence(
             sentence, heads=predictions.heads[i], deprels=predictions.deprels[i],
-            clear_deps=not keep_deps, misc=None if misc is None else misc[i],
+            clear_deps=not keep_deps, misc=words_misc,
             comments=None if comments is None else comments[i], columns=columns,
             where=f"sentence {i}"))
     return blocks

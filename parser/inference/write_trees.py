@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from parser.data.conllu_io import Sentence, format_sentence
 from parser.inference.alternatives import SentenceTrees, Tree
-from parser.inference.columns import written_columns
+from parser.inference.columns import misc_of_words, written_columns, written_misc
 from parser.inference.confidence import confidence_annotations
 
 __all__ = ["error_block", "tree_blocks", "tree_prob"]
@@ -57,6 +57,7 @@ def tree_blocks(sentence: Sentence, entry: SentenceTrees, *, position: int, mode
     if upos is not None:
         predicted["UPOS"] = list(upos)
     columns = written_columns(sentence, predicted, keep_columns=keep_columns)
+    layer_misc = written_misc(sentence, predicted, keep_columns=keep_columns)
     for rank, tree in enumerate(entry.trees, start=1):
         comments: dict[str, str] = {}
         shown = sentence
@@ -64,10 +65,11 @@ def tree_blocks(sentence: Sentence, entry: SentenceTrees, *, position: int, mode
             shown = _renamed(sentence, f"{sentence.sent_id or position + 1}/{rank}")
             comments["tree_rank" if mode == "kbest" else "sample"] = str(rank)
             comments["tree_prob"] = tree_prob(tree.log_prob)
-        misc = None
+        confidence = None
         if tree.confidence is not None:
-            [misc], [extra] = confidence_annotations([tree.confidence])
+            [confidence], [extra] = confidence_annotations([tree.confidence])
             comments.update(extra)
+        misc = misc_of_words(layer_misc, confidence)
         yield _block(shown, tree, columns=columns, keep_deps=keep_deps, misc=misc, comments=comments)
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from parser.data.conllu_io import Sentence
+from parser.data.misc import SPACE_AFTER, merged_misc
 from parser.data.validate import parse_rows
 from parser.data.vocab import Vocab
 from parser.runtime.checkpoint import CheckpointError, load_checkpoint
@@ -158,7 +159,7 @@ def tokenize_paragraphs(tokenizer: TrainedTokenizer, paragraphs: Sequence[str], 
 def _rows(tokens: Sequence[Token]) -> list[str]:
     rows, word = [], 1
     for token in tokens:
-        misc = "_" if token.space_after else "SpaceAfter=No"
+        misc = merged_misc("_", {SPACE_AFTER: None if token.space_after else "No"})
         if len(token.words) > 1:
             last = word + len(token.words) - 1
             rows.append(f"{word}-{last}\t{token.form}\t_\t_\t_\t_\t_\t_\t_\t{misc}")
