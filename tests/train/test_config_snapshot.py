@@ -54,7 +54,8 @@ NEW_KEYS = ("family", "data.unlabeled_split", "data.short_max_length", "data.dev
             "model.layers", "model.layer_weights", "model.layer_max_classes",
             "data.partial_trees",  # annotation files back into training (docs/annotation.md)
             "model.init",  # warm start from a checkpoint (active learning's rounds)
-            "model.label_grid")  # labels at the decoded heads only (issue 47; default: the grid)
+            "model.label_grid",  # labels at the decoded heads only (issue 47; default: the grid)
+            "model.vectors")  # pretrained word vectors (issue 62; default: none)
 
 
 def migrate(overrides: list[str]) -> list[str]:
