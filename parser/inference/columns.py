@@ -28,11 +28,10 @@ from parser.data.misc import misc_entries
 from parser.data.vocab import Vocab, Vocabularies
 from parser.structs import ParserOutput
 
-__all__ = ["ANNOTATION_COLUMNS", "KEEP_COLUMNS", "WRITTEN_COLUMNS", "dictionary_tags",
+__all__ = ["ANNOTATION_COLUMNS", "KEEP_COLUMNS", "dictionary_tags",
            "layer_columns", "misc_of_words", "written_columns", "written_misc"]
 
 ANNOTATION_COLUMNS = ("LEMMA", "UPOS", "XPOS", "FEATS")
-WRITTEN_COLUMNS = (*ANNOTATION_COLUMNS, "MISC")  # the columns a layer's prediction may be written to
 KEEP_COLUMNS = ("none", "given")
 UPOS = UposColumn()
 
@@ -47,9 +46,6 @@ def layer_columns(out: ParserOutput, batch: Batch, vocabs: Vocabularies,
     forms = [sentences[i].forms for i in index]
     for name, layer_scores in scores.items():
         layer, classes = layer_of(name), vocabs.layers[name]
-        if layer.column not in WRITTEN_COLUMNS:
-            raise NotImplementedError(f"layer {name!r} predicts column {layer.column}, which no "
-                                      f"writer writes; predictions go to {', '.join(WRITTEN_COLUMNS)}")
         values = layer.decode(forms, layer_scores[:, 1:], classes,
                               _dictionary(vocabs, layer, classes))
         for i, column in zip(index, values):

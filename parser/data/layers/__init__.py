@@ -5,6 +5,7 @@ Importing the package registers the built-in layers (:data:`LAYERS`); see :mod:`
 
 from parser.data.layers.base import (
     LAYERS,
+    WRITTEN_COLUMNS,
     Dictionary,
     TokenLayer,
     encode_targets,
@@ -14,5 +15,5 @@ from parser.data.layers.base import (
 from parser.data.layers.lemma import LemmaLayer
 from parser.data.layers.tags import FeatsLayer, UposColumn, XposLayer
 
-__all__ = ["LAYERS", "Dictionary", "FeatsLayer", "LemmaLayer", "TokenLayer", "UposColumn", "XposLayer", "encode_targets",
+__all__ = ["LAYERS", "WRITTEN_COLUMNS", "Dictionary", "FeatsLayer", "LemmaLayer", "TokenLayer", "UposColumn", "XposLayer", "encode_targets",
            "layer_of", "register_layer"]

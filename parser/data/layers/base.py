@@ -30,7 +30,8 @@ from parser.data.conllu_io import Sentence
 from parser.data.form_table import FormTable
 from parser.data.vocab import N_SPECIAL, Vocab
 
-__all__ = ["LAYERS", "Dictionary", "TokenLayer", "encode_targets", "layer_of", "register_layer"]
+__all__ = ["LAYERS", "WRITTEN_COLUMNS", "Dictionary", "TokenLayer", "encode_targets", "layer_of",
+           "register_layer"]
 
 log = logging.getLogger(__name__)
 
@@ -40,11 +41,19 @@ SUFFIX_LENGTH = 4  # the dictionary's longest suffix (TokenLayer.lexicon; chosen
 LAYERS: dict[str, type[TokenLayer]] = {}
 """Every registered layer class by its name (``model.layers`` entries)."""
 
+WRITTEN_COLUMNS = ("LEMMA", "UPOS", "XPOS", "FEATS", "MISC")
+"""The columns a layer's prediction is written to (:mod:`parser.inference.columns`; MISC as
+``Key=value`` entries merged into the input's): a layer on any other column is refused."""
+
 
 def register_layer(cls: type[TokenLayer]) -> type[TokenLayer]:
     """Class decorator: make ``cls`` available as ``model.layers: [<cls.name>]``."""
     if not cls.name or not cls.column:
         raise ValueError(f"layer class {cls.__name__}: set its name and column")
+    if cls.column not in WRITTEN_COLUMNS:
+        raise ValueError(f"layer class {cls.__name__}: column {cls.column!r} cannot be written "
+                         f"(its predictions would be dropped); a layer predicts one of "
+                         f"{', '.join(WRITTEN_COLUMNS)}")
     if cls.name in LAYERS and LAYERS[cls.name] is not cls:
         raise ValueError(f"layer {cls.name!r} is registered twice ({LAYERS[cls.name].__name__}, "
                          f"{cls.__name__})")
