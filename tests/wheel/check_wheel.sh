@@ -16,14 +16,12 @@ set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 PYTHON=${PYTHON:-$REPO/.venv/bin/python}
 START=$SECONDS
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/parser-wheel-check.XXXXXX")
-LOGS=$WORK/logs
-mkdir -p "$LOGS"
+WORK=
 STEP=setup
 
 die() {
     echo "wheel check FAILED at step '$STEP': $*" >&2
-    echo "  (logs and files kept in $WORK)" >&2
+    [ -z "$WORK" ] || echo "  (logs and files kept in $WORK)" >&2
     trap - EXIT
     exit 1
 }
@@ -38,7 +36,6 @@ on_exit() {
         rm -rf "$WORK"
     fi
 }
-trap on_exit EXIT
 
 # step NAME COMMAND...: runs COMMAND with its output in $LOGS/NAME.log; on failure shows its end.
 step() {
@@ -62,6 +59,11 @@ UD=${WHEEL_CHECK_UD:-$REPO/../shared/data/ud}
 UD=$(cd "$UD" && pwd)
 [ -x "$PYTHON" ] || die "no python at $PYTHON (run make install, or set PYTHON)"
 "$PYTHON" -c "import build" 2>/dev/null || die "$PYTHON lacks the 'build' package (the dev extra)"
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/parser-wheel-check.XXXXXX")
+trap on_exit EXIT
+LOGS=$WORK/logs
+mkdir -p "$LOGS"
 FEW=$WORK/few.conllu
 awk -v RS= -v ORS='\n\n' 'NR <= 12' "$UD/en_ewt/en_ewt-ud-dev.conllu" >"$FEW"
 
