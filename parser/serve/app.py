@@ -26,6 +26,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Res
 from starlette.exceptions import HTTPException
 
 from parser.serve.body import ClientDisconnect, parameters
+from parser.serve.page import add_page
 from parser.serve.protocol import EXTRA, INPUTS, PICTURES, UDPIPE, ProtocolError, process_request
 from parser.serve.worker import Batcher, QueueFull, load_models
 
@@ -182,6 +183,7 @@ def create_app(settings: ServeSettings, *, models: dict | None = None) -> FastAP
     async def api_page() -> Response:
         return HTMLResponse(_api_page(names))
 
+    add_page(app, settings=settings, state=state, check_token=check_token)  # /, /trees
     return app
 
 

@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,6 +76,9 @@ class Job:
     deadline: float  # time.monotonic()
     future: Future = field(default_factory=Future)
     abandoned: bool = False  # the client left or its deadline passed: not parsed
+    # instead of the annotation of ``request``: run alone in the worker with the request's model
+    # (the page's /trees, parser.serve.page); its result or ProtocolError is the answer
+    call: Callable[[Pipeline], object] | None = None
 
     @property
     def words(self) -> int:
@@ -109,9 +112,11 @@ class Batcher:
         if self._thread.is_alive():
             self._thread.join(timeout)
 
-    def submit(self, request: ProcessRequest, *, deadline: float) -> Job:
-        """Queue ``request``; :class:`QueueFull` when ``queue_size`` wait already."""
-        job = Job(request, deadline)
+    def submit(self, request: ProcessRequest, *, deadline: float,
+               call: Callable[[Pipeline], object] | None = None) -> Job:
+        """Queue ``request`` (``call``: run instead of its annotation, see :class:`Job`);
+        :class:`QueueFull` when ``queue_size`` wait already."""
+        job = Job(request, deadline, call=call)
         with self._ready:
             if self._stopping:
                 raise QueueFull("the service is stopping")
@@ -162,6 +167,12 @@ class Batcher:
                 job.abandoned = True
                 continue
             model = self.models[job.request.model]
+            if job.call is not None:
+                try:
+                    job.future.set_result(job.call(model))
+                except ProtocolError as error:
+                    job.future.set_exception(error)
+                continue
             try:
                 sentences = read_sentences(job.request, model.tokenizer, max_words=self.max_words)
             except ProtocolError as error:
