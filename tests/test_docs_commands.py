@@ -29,6 +29,7 @@ from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig, OmegaConf
 
 from parser.cli import calibrate as calibrate_cli
+from parser.cli import draw as draw_cli
 from parser.cli import evaluate as evaluate_cli
 from parser.cli import predict as predict_cli
 from parser.cli import release as release_cli
@@ -52,15 +53,16 @@ HISTORICAL = {"docs/config_migration.md"}
 TRAIN, TAGGER, EVALUATE, PREDICT, STALE = "parser-train", "parser-train-tagger", "parser-evaluate", "parser-predict", "stale"
 CALIBRATE, TOKENIZER = "parser-calibrate", "parser-train-tokenizer"
 TRAIN_PIPELINE, RELEASE, SELECT = "parser-train-pipeline", "parser-release", "parser-select"
+DRAW = "parser-draw"
 _MODULES = {"parser.cli.train": TRAIN, "parser.cli.train_tagger": TAGGER,
             "parser.cli.evaluate": EVALUATE, "parser.cli.predict": PREDICT,
             "parser.cli.calibrate": CALIBRATE, "parser.cli.train_tokenizer": TOKENIZER,
             "parser.cli.train_pipeline": TRAIN_PIPELINE, "parser.cli.release": RELEASE,
-            "parser.cli.select": SELECT}
+            "parser.cli.select": SELECT, "parser.cli.draw": DRAW}
 _OLD_MODULES = ("parser.train", "parser.tagger.train", "parser.evaluate", "parser.predict")
 _TOOL = re.compile(
     r"(?<![\w.-])(?:(?P<script>parser-train-tagger|parser-train-tokenizer|parser-train-pipeline|parser-train"
-    r"|parser-evaluate|parser-predict|parser-calibrate|parser-release|parser-select)"
+    r"|parser-evaluate|parser-predict|parser-calibrate|parser-release|parser-select|parser-draw)"
     r"|-m\s+(?P<module>parser(?:\.\w+)+))(?![\w-])"
 )
 _OVERRIDE = re.compile(r"^(?P<key>[+~]{0,2}[A-Za-z_][\w.@/-]*)=(?P<value>.*)$")
@@ -203,7 +205,8 @@ def _ids(commands: Sequence[Command]) -> list[str]:
 HYDRA_COMMANDS = [c for c in COMMANDS if c.tool in (TRAIN, TAGGER, TOKENIZER)]
 _KEY_VALUE_OPTIONS = {EVALUATE: evaluate_cli.OPTIONS, PREDICT: predict_cli.OPTIONS,
                       CALIBRATE: calibrate_cli.OPTIONS, TRAIN_PIPELINE: train_pipeline_cli.OPTIONS,
-                      RELEASE: release_cli.OPTIONS, SELECT: select_cli.OPTIONS}
+                      RELEASE: release_cli.OPTIONS, SELECT: select_cli.OPTIONS,
+                      DRAW: draw_cli.OPTIONS}
 KEY_VALUE_COMMANDS = [c for c in COMMANDS if c.tool in _KEY_VALUE_OPTIONS]
 
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import conllu as conllu_lib
 import pytest
-import tomllib
 
 from parser.cli.draw import main
 from parser.view import page_html, show
+from tests.test_docs_entities import console_scripts
 from tests.view.conftest import conllu
 
 NS = {"s": "http://www.w3.org/2000/svg"}
@@ -65,8 +64,7 @@ def test_draw_refuses_bad_input_with_file_and_line(tmp_path, simple, capsys):
 
 
 def test_console_script_is_registered():
-    project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
-    assert project["project"]["scripts"]["parser-draw"] == "parser.cli.launch:draw"
+    assert console_scripts()["parser-draw"] == "parser.cli.launch:draw"
 
 
 def test_python_dash_m_runs_the_command(tmp_path, simple):
