@@ -9,6 +9,7 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from parser.view.layout import is_rtl
 from parser.view.marks import escape
 from parser.view.sentence import as_tree
 from parser.view.svg import sentence_svg
@@ -32,7 +33,7 @@ def figure_html(sentence, *, gold=None, where: str = "sentence") -> str:
     """One ``<figure class="tree">``: caption (``sent_id``, text) and the picture."""
     tree = as_tree(sentence, where=where)
     svg = sentence_svg(tree, gold=gold, where=where)
-    direction = "rtl" if 'data-direction="rtl"' in svg[:400] else "ltr"
+    direction = "rtl" if is_rtl(tree.forms) else "ltr"  # a wide picture scrolls from word 1
     caption = ""
     if tree.sent_id:
         caption += f'<span class="sent-id">{escape(tree.sent_id)}</span>'

@@ -3,6 +3,7 @@ escaping, confidence, gold marks, non-projective arcs, multiword tokens, right t
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
 import conllu as conllu_lib
@@ -163,3 +164,18 @@ def test_multiword_tokens_span_their_words(ud_root, treebank):
         bracket = g.find("s:path", NS).get("d")
         left = float(bracket.split(",")[0][1:])
         assert left < xs[g.get("data-first")] < xs[g.get("data-last")]
+
+
+def test_a_long_sentence_grows_wide_and_nothing_is_clipped():
+    words = 120
+    text = conllu([f"w{i} {0 if i == 1 else (1 if i % 7 else i - 3)} {'root' if i == 1 else 'dep'}"
+                   for i in range(1, words + 1)])
+    svg = sentence_svg(text)
+    root = ET.fromstring(svg)
+    width, height = float(root.get("width")), float(root.get("height"))
+    assert width > words * 30 and root.get("viewBox") == f"0 0 {width:.0f} {height:.0f}"
+    points = [float(n) for path in root.iterfind(".//s:path", NS)
+              for n in re.findall(r"-?\d+\.\d+", path.get("d"))]
+    xs = [float(t.get("x")) for t in root.iterfind(".//s:text", NS)]
+    assert min(points + xs) >= 0 and max(xs) <= width
+    assert len(_arcs(root)) == words
