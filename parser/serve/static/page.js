@@ -554,7 +554,7 @@ function annotatedText() {
     columns[6] = String(arc.head);
     columns[7] = arc.deprel || "_";
     return columns.join("\t");
-  }).join("\n")).join("\n");
+  }).join("\n")).join("\n") + "\n";  // each block ends in a blank line, as CoNLL-U asks
 }
 
 function download(text, name) {
