@@ -42,7 +42,7 @@ def test_the_heads_listed_are_the_marginals_of_the_tree_written(client):
             heads = sentence["heads"][columns[0]]
             marginals = [p for _, p in heads]
             assert marginals == sorted(marginals, reverse=True) and 0 < sum(marginals) <= 1.0001
-            written = dict((h, p) for h, p in heads).get(int(columns[6]))
+            written = {h: p for h, p in heads}.get(int(columns[6]))
             if written is not None:
                 assert written == pytest.approx(_misc(columns, "HeadProb"), abs=2e-4)
         assert sentence["svg"].startswith("<svg") and sentence["svg"].count('class="arc') >= 1
