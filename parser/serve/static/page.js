@@ -360,8 +360,8 @@ function showHelp() {
             ["click a word", "make it the head"], ["r", "relation"], ["u", "undo"],
             ["s", "save"]])
     : state.sentences.length
-      ? "Hover an arc for its marginal and the other heads. " + keys([
-          ["click a word, then its new head", "fix the arc (the rest is re-decoded)"],
+      ? "Hover an arc for its marginal and the word's other heads. Click a word, then its "
+        + "new head: the arc is fixed and the rest re-decoded. " + keys([
           ["0", "ROOT"], ["f", "free the word"], ["Esc", "cancel"], ["u", "undo"]])
       : "";
 }
@@ -461,7 +461,9 @@ async function startWalk(text, name) {
                                               parsed: false }));
   state.history = [];
   state.selected = null;
+  if (document.activeElement) document.activeElement.blur(); // keys go to the walk
   $("walk").hidden = false;
+  document.body.classList.add("walking");
   $("save").hidden = false;
   $("download").disabled = true;
   say(state.walk.items.length ? "" : "The file asks for no word.");
@@ -472,6 +474,7 @@ function stopWalk() {
   state.walk = null;
   $("walk").hidden = true;
   $("save").hidden = true;
+  document.body.classList.remove("walking");
 }
 
 function currentItem() {
@@ -523,7 +526,8 @@ async function renderWalk() {
   element.classList.add("current");
   main.appendChild(element);
   decorate(element, item.index, fixedArcs(item.index), item.dep);
-  element.scrollIntoView({ block: "nearest" });
+  const word = element.querySelector("g.word.current");
+  if (word) word.scrollIntoView({ block: "nearest", inline: "center" });
   showEdit();
   showHelp();
 }
