@@ -103,7 +103,7 @@ def main() -> None:
     body = "\n".join([
         f"A synthetic {args.rows:,}-row {args.dim}-d `.vec` file ({size / 1e9:.2f} GB, written in "
         f"{written:.0f} s), read with a {args.vocabulary:,}-word training vocabulary and "
-        f"`max_rows={args.max_rows}`:",
+        f"`model.vectors.max_rows={args.max_rows}`:",
         "",
         "| rows kept | kept matrix | baseline RSS (torch + parser imported) | peak RSS | peak above baseline | read time |",
         "|---|---|---|---|---|---|",

@@ -34,6 +34,7 @@ from parser.cli import evaluate as evaluate_cli
 from parser.cli import predict as predict_cli
 from parser.cli import release as release_cli
 from parser.cli import select as select_cli
+from parser.cli import vectors as vectors_cli
 from parser.cli import train_pipeline as train_pipeline_cli
 from parser.cli.shell import UsageError, parse_key_values
 from parser.config import check_known_keys, config_dir, register_configs
@@ -53,16 +54,16 @@ HISTORICAL = {"docs/config_migration.md"}
 TRAIN, TAGGER, EVALUATE, PREDICT, STALE = "parser-train", "parser-train-tagger", "parser-evaluate", "parser-predict", "stale"
 CALIBRATE, TOKENIZER = "parser-calibrate", "parser-train-tokenizer"
 TRAIN_PIPELINE, RELEASE, SELECT = "parser-train-pipeline", "parser-release", "parser-select"
-DRAW = "parser-draw"
+DRAW, VECTORS = "parser-draw", "parser-vectors"
 _MODULES = {"parser.cli.train": TRAIN, "parser.cli.train_tagger": TAGGER,
             "parser.cli.evaluate": EVALUATE, "parser.cli.predict": PREDICT,
             "parser.cli.calibrate": CALIBRATE, "parser.cli.train_tokenizer": TOKENIZER,
             "parser.cli.train_pipeline": TRAIN_PIPELINE, "parser.cli.release": RELEASE,
-            "parser.cli.select": SELECT, "parser.cli.draw": DRAW}
+            "parser.cli.select": SELECT, "parser.cli.draw": DRAW, "parser.cli.vectors": VECTORS}
 _OLD_MODULES = ("parser.train", "parser.tagger.train", "parser.evaluate", "parser.predict")
 _TOOL = re.compile(
     r"(?<![\w.-])(?:(?P<script>parser-train-tagger|parser-train-tokenizer|parser-train-pipeline|parser-train"
-    r"|parser-evaluate|parser-predict|parser-calibrate|parser-release|parser-select|parser-draw)"
+    r"|parser-evaluate|parser-predict|parser-calibrate|parser-release|parser-select|parser-draw|parser-vectors)"
     r"|-m\s+(?P<module>parser(?:\.\w+)+))(?![\w-])"
 )
 _OVERRIDE = re.compile(r"^(?P<key>[+~]{0,2}[A-Za-z_][\w.@/-]*)=(?P<value>.*)$")
@@ -206,7 +207,7 @@ HYDRA_COMMANDS = [c for c in COMMANDS if c.tool in (TRAIN, TAGGER, TOKENIZER)]
 _KEY_VALUE_OPTIONS = {EVALUATE: evaluate_cli.OPTIONS, PREDICT: predict_cli.OPTIONS,
                       CALIBRATE: calibrate_cli.OPTIONS, TRAIN_PIPELINE: train_pipeline_cli.OPTIONS,
                       RELEASE: release_cli.OPTIONS, SELECT: select_cli.OPTIONS,
-                      DRAW: draw_cli.OPTIONS}
+                      DRAW: draw_cli.OPTIONS, VECTORS: vectors_cli.OPTIONS}
 KEY_VALUE_COMMANDS = [c for c in COMMANDS if c.tool in _KEY_VALUE_OPTIONS]
 
 
