@@ -28,7 +28,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from experiments.common import machine, write_result  # noqa: E402
+from experiments.common import machine, write_result
 
 CHILD = """
 import json, resource, sys, time
@@ -101,15 +101,15 @@ def main() -> None:
     mb = 1e6
     above = (figures["peak"] - figures["baseline"]) / mb
     body = "\n".join([
-        f"A synthetic {args.rows:,}-row {args.dim}-d `.vec` file ({size / 1e9:.2f} GB, written in "
+        (f"A synthetic {args.rows:,}-row {args.dim}-d `.vec` file ({size / 1e9:.2f} GB, written in "
         f"{written:.0f} s), read with a {args.vocabulary:,}-word training vocabulary and "
-        f"`model.vectors.max_rows={args.max_rows}`:",
+        f"`model.vectors.max_rows={args.max_rows}`:"),
         "",
         "| rows kept | kept matrix | baseline RSS (torch + parser imported) | peak RSS | peak above baseline | read time |",
         "|---|---|---|---|---|---|",
-        f"| {figures['kept']:,} of {figures['rows_read']:,} | {figures['matrix_bytes'] / mb:.0f} MB "
+        (f"| {figures['kept']:,} of {figures['rows_read']:,} | {figures['matrix_bytes'] / mb:.0f} MB "
         f"| {figures['baseline'] / mb:.0f} MB | {figures['peak'] / mb:.0f} MB | **{above:.0f} MB** "
-        f"| {figures['seconds']:.1f} s |",
+        f"| {figures['seconds']:.1f} s |"),
         "",
         f"Target: under 500 MB above the baseline: {'met' if above < 500 else 'missed'}.",
         "",

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import bz2
 import gzip
-import lzma
 import json
+import lzma
 
 import numpy as np
 import pytest

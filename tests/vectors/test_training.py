@@ -109,6 +109,6 @@ def test_vectors_are_refused_where_they_cannot_enter(vectors_file):
 
 
 def test_a_cnn_encoder_reads_vectors_too(tmp_path, vectors_file):
-    trainer, best = _train(tmp_path, "cnn", f"model.vectors.path={vectors_file}", "model/encoder=cnn",
+    _, best = _train(tmp_path, "cnn", f"model.vectors.path={vectors_file}", "model/encoder=cnn",
                            "model.encoder.conv_width=16", "model.encoder.conv_depth=1")
     assert "scorer.word_vectors.rows" in load_checkpoint(best)["model"]
