@@ -20,6 +20,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+import uvicorn
 
 from parser import Pipeline
 from parser.cli.select import main as select_main
@@ -61,8 +62,6 @@ class Served:
     """The app under uvicorn in a thread: ``url``; ``stop()`` ends it (bounded)."""
 
     def __init__(self, nlp, **settings) -> None:
-        import uvicorn
-
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         app = create_app(ServeSettings({"tiny": str(PIPELINE)}, **settings), models={"tiny": nlp})

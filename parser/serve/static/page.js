@@ -349,7 +349,7 @@ function renderAll() {
 function fillRelations() {
   const seen = new Set();
   for (const s of state.sentences) for (const c of wordLines(s.conllu)) if (c[7] !== "_") seen.add(c[7]);
-  $("relations").innerHTML = [...seen].sort().map((r) => `<option value="${r}">`).join("");
+  $("relations").innerHTML = [...seen].sort().map((r) => `<option value="${esc(r)}">`).join("");
 }
 
 function showHelp() {
