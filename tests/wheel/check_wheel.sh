@@ -174,6 +174,9 @@ mkdir -p "$CWD" "$HOME_DIR/tmp"
 WITH_CC="$VENV/bin:$PATH"
 step imported-from-venv where_imported "$WITH_CC"
 step version version "$WITH_CC"
+# the tagger's and tokenizer's trees, which take optim/ (and trainer/, logger/) from the parser's
+step tagger-config run_clean "$WITH_CC" parser-train-tagger optim=adam --cfg job
+step tokenizer-config run_clean "$WITH_CC" parser-train-tokenizer optim=adam --cfg job
 commands with-compiler "$WITH_CC"
 compiled() {
     ls "$HOME_DIR"/.cache/parser/native/decoders_native-*.so
