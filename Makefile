@@ -40,8 +40,9 @@ data:
 	@if [ -d "$(SHARED_RELEASE)" ]; then \
 		mkdir -p data && ln -sfn "$(SHARED_RELEASE)" data/ud-release && echo "data/ud-release -> $(SHARED_RELEASE)"; fi
 
+# The quickstart, then its test LAS held against the documented figure (fails more than 1.0 away)
 train: install data
-	$(PY) -m parser.cli.train experiment=quickstart
+	$(PY) experiments/quickstart_check.py
 
 test: install data
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q -rs -n 2

@@ -53,6 +53,7 @@ NEW_KEYS = ("family", "data.unlabeled_split", "data.short_max_length", "data.dev
             # token-level layers (issue 45): the published runs predicted no LEMMA/XPOS/FEATS
             "model.layers", "model.layer_weights", "model.layer_max_classes",
             "data.partial_trees",  # annotation files back into training (docs/annotation.md)
+            "data.annotated_columns",  # an annotation file's token columns (issue 60; default none)
             "model.init",  # warm start from a checkpoint (active learning's rounds)
             "model.label_grid",  # labels at the decoded heads only (issue 47; default: the grid)
             "model.vectors")  # pretrained word vectors (issue 62; default: none)
