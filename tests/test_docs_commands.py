@@ -34,6 +34,7 @@ from parser.cli import evaluate as evaluate_cli
 from parser.cli import predict as predict_cli
 from parser.cli import release as release_cli
 from parser.cli import select as select_cli
+from parser.cli import serve as serve_cli
 from parser.cli import vectors as vectors_cli
 from parser.cli import train_pipeline as train_pipeline_cli
 from parser.cli.shell import UsageError, parse_key_values
@@ -54,12 +55,13 @@ HISTORICAL = {"docs/config_migration.md"}
 TRAIN, TAGGER, EVALUATE, PREDICT, STALE = "parser-train", "parser-train-tagger", "parser-evaluate", "parser-predict", "stale"
 CALIBRATE, TOKENIZER = "parser-calibrate", "parser-train-tokenizer"
 TRAIN_PIPELINE, RELEASE, SELECT = "parser-train-pipeline", "parser-release", "parser-select"
-DRAW, VECTORS = "parser-draw", "parser-vectors"
+DRAW, VECTORS, SERVE = "parser-draw", "parser-vectors", "parser-serve"
 _MODULES = {"parser.cli.train": TRAIN, "parser.cli.train_tagger": TAGGER,
             "parser.cli.evaluate": EVALUATE, "parser.cli.predict": PREDICT,
             "parser.cli.calibrate": CALIBRATE, "parser.cli.train_tokenizer": TOKENIZER,
             "parser.cli.train_pipeline": TRAIN_PIPELINE, "parser.cli.release": RELEASE,
-            "parser.cli.select": SELECT, "parser.cli.draw": DRAW, "parser.cli.vectors": VECTORS}
+            "parser.cli.select": SELECT, "parser.cli.draw": DRAW, "parser.cli.vectors": VECTORS,
+            "parser.cli.serve": SERVE}
 _OLD_MODULES = ("parser.train", "parser.tagger.train", "parser.evaluate", "parser.predict")
 _TOOL = re.compile(
     r"(?<![\w.-])(?:(?P<script>parser-train-tagger|parser-train-tokenizer|parser-train-pipeline|parser-train"
@@ -207,7 +209,8 @@ HYDRA_COMMANDS = [c for c in COMMANDS if c.tool in (TRAIN, TAGGER, TOKENIZER)]
 _KEY_VALUE_OPTIONS = {EVALUATE: evaluate_cli.OPTIONS, PREDICT: predict_cli.OPTIONS,
                       CALIBRATE: calibrate_cli.OPTIONS, TRAIN_PIPELINE: train_pipeline_cli.OPTIONS,
                       RELEASE: release_cli.OPTIONS, SELECT: select_cli.OPTIONS,
-                      DRAW: draw_cli.OPTIONS, VECTORS: vectors_cli.OPTIONS}
+                      DRAW: draw_cli.OPTIONS, VECTORS: vectors_cli.OPTIONS,
+                      SERVE: serve_cli.OPTIONS}
 KEY_VALUE_COMMANDS = [c for c in COMMANDS if c.tool in _KEY_VALUE_OPTIONS]
 
 
