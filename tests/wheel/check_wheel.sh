@@ -2,7 +2,7 @@
 # The package as a pip user gets it (issue 60): build the wheel (and the sdist, whose wheel must
 # hold the same files), install it into a fresh venv outside the source tree, and from a folder of
 # its own run what a user runs first: parser-train (two steps on EWT), parser-predict,
-# parser-evaluate (the official scorer), parser-select; then all of it again with no C compiler on
+# parser-evaluate (the official scorer), parser-select, parser-serve (one request); then all of it again with no C compiler on
 # PATH and an empty native-library cache (the pure-torch decoders, which must give the compiled
 # ones' trees), and --version once.
 #
@@ -22,6 +22,7 @@ STEP=setup
 
 die() {
     echo "wheel check FAILED at step '$STEP': $*" >&2
+    [ -z "${SERVE_PID:-}" ] || kill -KILL "$SERVE_PID" 2>/dev/null || true
     [ -z "$WORK" ] || echo "  (logs and files kept in $WORK)" >&2
     trap - EXIT
     exit 1
@@ -29,6 +30,7 @@ die() {
 
 on_exit() {
     local status=$?
+    [ -z "${SERVE_PID:-}" ] || kill -KILL "$SERVE_PID" 2>/dev/null || true
     if [ "$status" -ne 0 ]; then
         echo "wheel check FAILED at step '$STEP' (exit status $status); files kept in $WORK" >&2
     elif [ "${KEEP:-0}" = 1 ]; then
@@ -105,7 +107,7 @@ step wheel-contents same_wheels
 VENV=$WORK/venv
 step venv "$PYTHON" -m venv "$VENV"
 step install-torch "$VENV/bin/python" -m pip install -q torch==2.13.0
-step install-wheel "$VENV/bin/python" -m pip install -q "$WHEEL"
+step install-wheel "$VENV/bin/python" -m pip install -q "$WHEEL[serve]"
 
 # The commands run with a clean environment (no PYTHONPATH, UD_ROOT, PARSER_CONFIG_DIR, ... of the
 # caller), a home and cache of their own, and from a folder outside the source tree.
@@ -159,11 +161,48 @@ commands() {  # commands LABEL PATH: train, predict, evaluate, select under PATH
     serve_smoke "$label" "$path"
 }
 
-# ---- TODO(parser-serve): its smoke step goes here (start it on a free port with $checkpoint,
-# request the page and its static assets from parser/serve/static/, parse one sentence, stop
-# it; called once per pass, so it also runs without a compiler). Until then it does nothing.
+# ---- parser-serve: started from the installed package on a free loopback port with a pipeline
+# file (the test fixture: a tiny tokenizer + parser), the page and its static files fetched, one
+# sentence parsed through UDPipe's /process, then stopped with SIGTERM (it must exit by itself).
+# Called once per pass, so it also runs on the torch decoders.
+PIPELINE=$REPO/tests/fixtures/pre_layers/tiny.pipeline
+
+serve_request() {  # serve_request PATH PORT: /models, the page, /process; each answer checked
+    run_clean "$1" python - "$2" <<'PY'
+import json, sys, time, urllib.parse, urllib.request
+base = f"http://127.0.0.1:{sys.argv[1]}"
+for _ in range(240):  # the models load first: up to 60 s
+    try:
+        models = json.load(urllib.request.urlopen(f"{base}/models", timeout=5))
+        break
+    except OSError:
+        time.sleep(0.25)
+else:
+    raise SystemExit("parser-serve did not answer /models within 60 s")
+assert models["default_model"] == "tiny", models
+page = urllib.request.urlopen(f"{base}/", timeout=5).read().decode()
+assert "<html" in page.lower(), page[:200]
+body = urllib.parse.urlencode({"data": "The dog barks .", "tokenizer": "", "tagger": "",
+                               "parser": ""}).encode()
+answer = json.load(urllib.request.urlopen(f"{base}/process", data=body, timeout=30))
+words = [line for line in answer["result"].splitlines() if line[:1].isdigit()]
+assert answer["model"] == "tiny" and len(words) >= 3, answer
+print("parser-serve answered /models, / and /process:", len(words), "words")
+PY
+}
+
 serve_smoke() {  # serve_smoke LABEL PATH
-    :
+    local label=$1 path=$2 port
+    port=$("$VENV/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    STEP="$label-serve"
+    run_clean "$path" parser-serve "models=$PIPELINE" "port=$port" >"$LOGS/$label-serve.log" 2>&1 &
+    SERVE_PID=$!
+    step "$label-serve-request" serve_request "$path" "$port"
+    kill -TERM "$SERVE_PID" 2>/dev/null || true
+    for _ in $(seq 40); do kill -0 "$SERVE_PID" 2>/dev/null || break; sleep 0.25; done
+    kill -0 "$SERVE_PID" 2>/dev/null &&
+        die "parser-serve did not stop within 10 s of SIGTERM (log: $LOGS/$label-serve.log)"
+    SERVE_PID=
 }
 
 # ---- 1. with the machine's PATH (C compiler there): the decoders are compiled from the wheel's
