@@ -291,6 +291,13 @@ class ModelConfig:
     layers: list[str] = field(default_factory=list)
     layer_weights: dict[str, float] = field(default_factory=dict)
     layer_max_classes: int = 1000
+    # Layers (of ``layers``) whose predicted class feeds the parser, as UDPipe 2's tags do: their
+    # heads read the first BiLSTM layer's states, and the embeddings (upos_dim wide) of their
+    # argmax classes (never the data's column, in training as in prediction) join those states
+    # as the input of the BiLSTM layers above, which the arc and label MLPs read (docs/layout.md,
+    # "Tags fed to the parser"). Needs a BiLSTM of >= 2 layers (model.lstm_layers, or
+    # model.encoder.lstm_layers over a transformer). [] : none (every model before the key).
+    layer_inputs: list[str] = field(default_factory=list)
     # Warm start: the weights and vocabularies of this parser checkpoint (a run's best.pt), trained
     # further on this run's data (a word new to it reads as UNK, its characters still count). The
     # model options must build the checkpoint's shapes. Unlike trainer.resume, the step,

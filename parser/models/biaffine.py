@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
-from torch import nn
+from torch import Tensor, nn
 
 from parser.data.batch import Batch
 from parser.data.layers import layer_of
@@ -25,7 +25,7 @@ from parser.models.layers import (
 from parser.models.transformer import TransformerEncoder
 from parser.models.word_vectors import WordVectors
 
-UNK = 1  # id 0 = PAD, 1 = UNK, 2 = ROOT in every vocabulary (the data layer's convention)
+PAD, UNK, ROOT = 0, 1, 2  # ids in every vocabulary (the data layer's convention)
 
 
 class BiaffineScorer(nn.Module):
@@ -51,7 +51,11 @@ class BiaffineScorer(nn.Module):
     ``conv_depth``, ``conv_kernel``, ``conv_dilation``) replace the BiLSTM (``lstm_*`` are not read). ``n_tags`` > 0
     adds a UPOS head on the same states (``EdgeScores.tags``); ``layer_sizes`` (layer name ->
     number of classes) a head per token-level layer (:mod:`parser.data.layers`,
-    ``EdgeScores.layers``).
+    ``EdgeScores.layers``). ``layer_inputs`` (``model.layer_inputs``, names of ``layer_sizes``)
+    splits the BiLSTM after its first layer: those layers' heads read the first layer's states,
+    and the embeddings (``upos_dim`` wide) of their argmax classes, detached, join those states as
+    the input of the ``lstm_layers - 1`` layers above, which the MLPs, the UPOS head and the other
+    layers' heads read (UDPipe 2's tags fed to the parser; never the batch's column).
 
     ``vectors`` (``model.vectors``; its ``path`` null: none) adds pretrained word vectors
     (:class:`~parser.models.word_vectors.WordVectors`, ``n_vectors`` rows of ``vector_dim``,
@@ -87,6 +91,7 @@ class BiaffineScorer(nn.Module):
         n_vectors: int = 0,
         vector_dim: int = 0,
         vector_rows: torch.Tensor | None = None,
+        layer_inputs: Sequence[str] = (),
     ) -> None:
         super().__init__()
         encoder = {key: getattr(value, "value", value) for key, value in (encoder or {}).items()}
@@ -130,6 +135,19 @@ class BiaffineScorer(nn.Module):
                       "upos_dim": upos_dim, "lstm_hidden": lstm_hidden, "lstm_layers": lstm_layers,
                       "arc_mlp": arc_mlp, "rel_mlp": rel_mlp, "dropout": dropout, "n_tags": n_tags}
         self.layer_sizes = dict(layer_sizes or {})
+        self.layer_inputs = tuple(str(name) for name in layer_inputs)
+        unknown = [name for name in self.layer_inputs if name not in self.layer_sizes]
+        if unknown:
+            raise ValueError(f"model.layer_inputs {unknown}: the scorer has no head for them "
+                             f"(its layers: {sorted(self.layer_sizes)})")
+        if self.layer_inputs and (self.convolutions is not None or lstm_layers < 2):
+            where = ("model.encoder=cnn has no BiLSTM" if self.convolutions is not None else
+                     f"the BiLSTM has {lstm_layers} layer(s)" + (
+                         " (model.encoder.lstm_layers over the transformer)" if transformer_chosen else
+                         " (model.lstm_layers)"))
+            raise NotImplementedError(
+                f"model.layer_inputs={list(self.layer_inputs)}: the tags feed the BiLSTM layers above "
+                f"the first, and {where}; use at least 2 BiLSTM layers or model.layer_inputs=[]")
         self.vectors = None
         if vectors is not None and vectors.get("path"):
             if not use_words:
@@ -165,10 +183,21 @@ class BiaffineScorer(nn.Module):
             raise ValueError("the scorer would read nothing: no words, no UPOS, no transformer")
         self.input_dropout = nn.Dropout(dropout)
         self.lstm = self.conv = None
+        # model.layer_inputs: the first BiLSTM layer, its states' heads and the tags' embeddings
+        self.lower_lstm = self.tag_inputs = None
         n_states = n_input
         if self.convolutions is not None:
             self.conv = ConvEncoder(n_input, **self.convolutions, dropout=z["dropout"])
             n_states = self.conv.hidden_size
+        elif self.layer_inputs:
+            n_lower = 2 * z["lstm_hidden"]
+            self.lower_lstm = BiLSTM(n_input, z["lstm_hidden"], num_layers=1, dropout=dropout)
+            self.tag_inputs = nn.ModuleDict({
+                name: nn.Embedding(self.layer_sizes[name], z["upos_dim"], padding_idx=0)
+                for name in self.layer_inputs})
+            self.lstm = BiLSTM(n_lower + len(self.layer_inputs) * z["upos_dim"], z["lstm_hidden"],
+                               num_layers=z["lstm_layers"] - 1, dropout=dropout)
+            n_states = 2 * z["lstm_hidden"]
         elif z["lstm_layers"] > 0:
             self.lstm = BiLSTM(n_input, z["lstm_hidden"], num_layers=z["lstm_layers"], dropout=dropout)
             n_states = 2 * z["lstm_hidden"]
@@ -212,7 +241,12 @@ class BiaffineScorer(nn.Module):
             inputs.append(self.upos_embed(batch.upos))
         x = torch.cat(inputs, dim=-1)
         context = self.lstm if self.lstm is not None else self.conv
-        if context is not None:
+        fed = {}
+        if self.lower_lstm is not None:
+            x, fed = self._tags_fed(self.input_dropout(x), lengths, present)
+            states, _ = self.lstm(x, lengths + 1)
+            states = self.lstm_dropout(states)
+        elif context is not None:
             states, _ = context(self.input_dropout(x), lengths + 1)  # ROOT and the words
             states = self.lstm_dropout(states)  # [B, N+1, 2 * lstm_hidden], zero beyond lengths
         else:
@@ -229,9 +263,25 @@ class BiaffineScorer(nn.Module):
         tags = self.tagger(states) if self.tagger is not None else None
         # Prediction reads a few classes of each word through the layers' dictionaries: computed there.
         lazy = not (self.training or torch.is_grad_enabled())
-        columns = {name: LinearScores(head, states) if lazy else head(states)
+        columns = {name: fed[name] if name in fed else LinearScores(head, states) if lazy else head(states)
                    for name, head in self.layer_heads.items()} if layers else {}
         return EdgeScores(arcs=arcs, labels=labels, tags=tags, layers=columns, label_at=label_at)
+
+    def _tags_fed(self, x: Tensor, lengths: Tensor, present: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
+        """``x [B, N+1, n_input]`` (dropped out) through the first BiLSTM layer; the input of the
+        layers above (``[B, N+1, 2 * lstm_hidden + len(layer_inputs) * upos_dim]``: its states
+        and the embeddings of each fed layer's predicted classes) and those layers' scores ``{name:
+        [B, N+1, C]}``. The classes are the heads' argmax (:meth:`TokenLayer.predict`), detached,
+        ROOT at 0 and PAD beyond each length: the model's own, never the batch's."""
+        lower, _ = self.lower_lstm(x, lengths + 1)
+        lower = self.lstm_dropout(lower)
+        parts, scores = [lower], {}
+        for name, embed in self.tag_inputs.items():
+            scores[name] = self.layer_heads[name](lower)
+            ids = torch.where(present, layer_of(name).predict(scores[name].detach()), PAD)
+            ids[:, 0] = ROOT
+            parts.append(self.input_dropout(embed(ids)))
+        return torch.cat(parts, dim=-1), scores
 
 
 def _restore_transformer(module: BiaffineScorer, state_dict: dict, prefix: str, *args: Any) -> None:

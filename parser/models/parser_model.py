@@ -10,6 +10,7 @@ of it.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -32,8 +33,11 @@ from parser.models.layers import LinearScores
 from parser.models.ud_rules import UDRules, parse_rules
 from parser.structs import ParserOutput
 
+log = logging.getLogger(__name__)
+
 __all__ = [
-    "ParserModel", "TaggedOutput", "TreesOnly", "build_parser", "layers_of", "reads_own_tags",
+    "ParserModel", "TaggedOutput", "TreesOnly", "build_parser", "check_layer_inputs", "layers_of",
+    "reads_own_tags",
     "scorer_kwargs", "ud_rules_of", "upos_ids",
 ]
 
@@ -203,6 +207,8 @@ def build_parser(
     """
     options = scorer_kwargs(cfg)
     options.pop("vectors", None)
+    fed = check_layer_inputs(cfg)
+    options.pop("layer_inputs", None)
     vectors = _plain(_get(cfg, "vectors", None))
     upos_input = UposInput(_get(cfg, "upos_input", UposInput.gold))
     tag_loss_weight = float(_get(cfg, "tag_loss_weight", 0.0))
@@ -221,6 +227,12 @@ def build_parser(
         options["use_upos"] = bool(options.get("use_upos", True)) and upos_input is UposInput.gold
         options["n_tags"] = sizes["upos"] if tag_loss_weight > 0 else 0
         options["layer_sizes"] = dict(layer_sizes or {})
+        options["layer_inputs"] = [name for name in fed if name in options["layer_sizes"]]
+        if len(options["layer_inputs"]) < len(fed):
+            log.warning("model.layer_inputs: %s not predicted (no classes in the vocabularies: the "
+                        "column is '_' on every training word, or a model from before layers), "
+                        "so not fed to the parser",
+                        [name for name in fed if name not in options["layer_inputs"]])
         options["vectors"] = vectors
         if vectors.get("path"):
             options["vector_rows"] = vector_rows
@@ -267,6 +279,39 @@ def build_parser(
     return ParserModel(scorer, labels=labels, single_root=cfg.single_root, crf=cfg.crf,
                        tag_loss_weight=tag_loss_weight, own_tags=upos_input is not UposInput.gold,
                        decoder=decoder, layer_weights=weights)
+
+
+def check_layer_inputs(cfg: ModelConfig | Mapping[str, Any]) -> list[str]:
+    """The names of ``cfg.layer_inputs`` (the layers whose predicted classes feed the parser),
+    checked against the rest of the model config before any data is read: each must be one of
+    ``cfg.layers`` (ValueError), and the scorer must have the BiLSTM they feed (a biaffine scorer
+    with at least 2 BiLSTM layers: NotImplementedError for the log-linear scorer, ``model.encoder=
+    cnn`` and a transformer without ``model.encoder.lstm_layers`` >= 2)."""
+    names = [str(name) for name in (_get(cfg, "layer_inputs", None) or [])]
+    if not names:
+        return []
+    layers = _layer_names(cfg)
+    outside = [name for name in names if name not in layers]
+    if outside or len(set(names)) < len(names):
+        raise ValueError(f"model.layer_inputs={names}: each must be one of model.layers {layers}, "
+                         "once" + (f" ({outside} not)" if outside else ""))
+    kind = ScorerKind(_get(cfg, "kind", ScorerKind.biaffine)).value
+    if kind != ScorerKind.biaffine.value:
+        raise NotImplementedError(f"model.layer_inputs with model.kind={kind}: the predicted tags "
+                                  "feed the biaffine scorer's BiLSTM only")
+    encoder = _plain(_get(cfg, "encoder", None))
+    encoder_kind = str(getattr(encoder.get("kind"), "value", encoder.get("kind") or "bilstm"))
+    depth = (int(encoder.get("lstm_layers", 0)) if encoder_kind == EncoderKind.transformer.value
+             else int(_get(cfg, "lstm_layers", 3)))
+    if encoder_kind == EncoderKind.cnn.value or depth < 2:
+        option = {"cnn": "model.encoder=cnn (no BiLSTM)",
+                  "transformer": f"model.encoder.lstm_layers={depth}"}.get(encoder_kind,
+                                                                          f"model.lstm_layers={depth}")
+        raise NotImplementedError(
+            f"model.layer_inputs={names} with {option}: the tags are predicted from the first "
+            "BiLSTM layer and feed the ones above it, so the encoder needs at least 2 BiLSTM "
+            "layers (or model.layer_inputs=[])")
+    return names
 
 
 def layers_of(cfg: ModelConfig | Mapping[str, Any]) -> list:

@@ -17,7 +17,13 @@ from parser.data.paths import existing_file
 from parser.data.vocab import Vocabularies
 from parser.inference import log_unknown_words, parse
 from parser.inference.loading import load_parser
-from parser.models.parser_model import ParserModel, build_parser, layers_of, reads_own_tags
+from parser.models.parser_model import (
+    ParserModel,
+    build_parser,
+    check_layer_inputs,
+    layers_of,
+    reads_own_tags,
+)
 from parser.runtime.errors import NonFiniteError
 from parser.train.final import evaluate_split, format_scores, restore_best
 from parser.train.objective import build_training_objective, load_teacher, taught_from_start
@@ -34,6 +40,7 @@ class ParserTask:
 
     def __init__(self, context: TaskContext) -> None:
         cfg, dist = context.cfg, context.dist
+        check_layer_inputs(cfg.model)  # before any data is read
         self.cfg, self.dist, self.device = cfg, dist, context.device
         resumed = context.resumed
         start = _warm_start(cfg.model.init, device=self.device) if cfg.model.init and not resumed \
