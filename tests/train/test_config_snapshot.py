@@ -56,7 +56,8 @@ NEW_KEYS = ("family", "data.unlabeled_split", "data.short_max_length", "data.dev
             "data.annotated_columns",  # an annotation file's token columns (issue 60; default none)
             "model.init",  # warm start from a checkpoint (active learning's rounds)
             "model.label_grid",  # labels at the decoded heads only (issue 47; default: the grid)
-            "model.vectors")  # pretrained word vectors (issue 62; default: none)
+            "model.vectors",  # pretrained word vectors (issue 62; default: none)
+            "model.layer_inputs")  # predicted XPOS/FEATS fed to the parser (issue 62; default: none)
 
 
 def migrate(overrides: list[str]) -> list[str]:
