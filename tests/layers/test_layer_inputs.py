@@ -6,6 +6,8 @@ gold classes, never the input file's columns."""
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 import torch
 from omegaconf import OmegaConf
@@ -14,11 +16,13 @@ from parser.cli.predict import main as predict_main
 from parser.config import ModelConfig
 from parser.data.batching import collate, encode_all
 from parser.data.conllu_io import read_conllu
+from parser.data.vocab import Vocabularies
 from parser.inference import load_parser
 from parser.models import build_parser
 from parser.models.parser_model import check_layer_inputs
 from parser.train.loop import Trainer
 from tests.layers.helpers import train_layers
+from tests.models.test_transformer_encoder import WORDS, sentence, transformer_config
 from tests.train.helpers import tiny_config
 
 FED = ("model.lstm_layers=2", "model.layers=[xpos,feats,lemma]", "model.layer_inputs=[xpos,feats]")
@@ -161,3 +165,23 @@ def test_it_trains_checkpoints_reloads_and_predicts(fed_checkpoint, morph_files,
     words = [cols for cols in (line.split("\t") for line in out_file.read_text(encoding="utf-8")
                                .split("\n")) if cols[0].isdigit()]
     assert words and all(cols[4] != "_" and cols[6].isdigit() for cols in words)
+
+
+def test_a_transformer_with_two_bilstm_layers_feeds_them_and_restores_without_its_folder(
+        minilm, tmp_path):
+    folder = tmp_path / "minilm"
+    shutil.copytree(minilm, folder)
+    vocabs = Vocabularies.build([sentence(WORDS)])
+    cfg = transformer_config(folder, layers=["xpos"], layer_inputs=["xpos"])
+    cfg.encoder.lstm_layers = 2
+    model = build_parser(cfg, vocabs.sizes(), chars=vocabs.chars, layer_sizes={"xpos": 6}).eval()
+    assert model.scorer.lower_lstm is not None and model.scorer.lstm.num_layers == 1
+    batch = collate(encode_all([sentence(WORDS)], vocabs), labeled=False)
+    seen, before = _fed_ids(model, batch, grad=False)
+    assert seen["xpos"].shape == batch.words.shape
+    torch.save(model.state_dict(), tmp_path / "model.pt")
+    shutil.rmtree(folder)  # rebuilt from the checkpoint: the layers after it too
+    restored = build_parser(cfg, vocabs.sizes(), chars=vocabs.chars, layer_sizes={"xpos": 6})
+    restored.load_state_dict(torch.load(tmp_path / "model.pt", weights_only=False))
+    after = restored.eval()(batch)
+    torch.testing.assert_close(after.dist.scores, before.dist.scores)
