@@ -141,7 +141,7 @@ class BiaffineScorer(nn.Module):
             raise ValueError(f"model.layer_inputs {unknown}: the scorer has no head for them "
                              f"(its layers: {sorted(self.layer_sizes)})")
         if self.layer_inputs and (self.convolutions is not None or lstm_layers < 2):
-            where = ("model.encoder=cnn has no BiLSTM" if self.convolutions is not None else
+            where = ("model/encoder=cnn has no BiLSTM" if self.convolutions is not None else
                      f"the BiLSTM has {lstm_layers} layer(s)" + (
                          " (model.encoder.lstm_layers over the transformer)" if transformer_chosen else
                          " (model.lstm_layers)"))

@@ -304,7 +304,7 @@ def check_layer_inputs(cfg: ModelConfig | Mapping[str, Any]) -> list[str]:
     depth = (int(encoder.get("lstm_layers", 0)) if encoder_kind == EncoderKind.transformer.value
              else int(_get(cfg, "lstm_layers", 3)))
     if encoder_kind == EncoderKind.cnn.value or depth < 2:
-        option = {"cnn": "model.encoder=cnn (no BiLSTM)",
+        option = {"cnn": "model/encoder=cnn (no BiLSTM)",
                   "transformer": f"model.encoder.lstm_layers={depth}"}.get(encoder_kind,
                                                                           f"model.lstm_layers={depth}")
         raise NotImplementedError(

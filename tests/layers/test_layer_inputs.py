@@ -62,7 +62,7 @@ def test_without_the_option_the_modules_are_the_old_ones():
     (["layers=[xpos]", "layer_inputs=[xpos]", "lstm_layers=1"], NotImplementedError,
      "model.lstm_layers=1"),
     (["layers=[xpos]", "layer_inputs=[xpos]", "encoder.kind=cnn"], NotImplementedError,
-     "model.encoder=cnn"),
+     "model/encoder=cnn"),
     (["layers=[xpos]", "layer_inputs=[xpos]", "encoder.kind=transformer"], NotImplementedError,
      "model.encoder.lstm_layers=0"),
     (["layers=[xpos]", "layer_inputs=[xpos]", "kind=loglinear"], NotImplementedError,

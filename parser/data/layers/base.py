@@ -4,8 +4,10 @@ A layer says which column it reads and writes (``column``), how the classes of i
 from training data (:meth:`TokenLayer.classes`: the column's values, or for LEMMA edit scripts
 from the form), its head on the shared encoder states (:meth:`TokenLayer.head`), its loss
 (:meth:`TokenLayer.loss`), how its scores become the column's strings (:meth:`TokenLayer.decode`,
-through a dictionary of the training data: :meth:`TokenLayer.lexicon`). (No layer's prediction feeds the parser's input yet: the joint UPOS
-head is the one that does, outside this package; docs/layout.md says why.) The vocabularies, the batch, the model, the checkpoint, the annotator and the
+through a dictionary of the training data: :meth:`TokenLayer.lexicon`). A layer's predicted
+class feeds the parser's input when the model config names it in ``model.layer_inputs`` (the
+biaffine scorer's business, not the layer's: docs/layout.md, "Tags fed to the parser"). The
+vocabularies, the batch, the model, the checkpoint, the annotator and the
 writers iterate over the layers a model has (those whose classes its vocabularies hold,
 ``Vocabularies.layers``); none of them names a column.
 
