@@ -35,8 +35,8 @@ from parser.cli import predict as predict_cli
 from parser.cli import release as release_cli
 from parser.cli import select as select_cli
 from parser.cli import serve as serve_cli
-from parser.cli import vectors as vectors_cli
 from parser.cli import train_pipeline as train_pipeline_cli
+from parser.cli import vectors as vectors_cli
 from parser.cli.shell import UsageError, parse_key_values
 from parser.config import check_known_keys, config_dir, register_configs
 from parser.tagger.config import register_tagger_configs, tagger_config_dir
