@@ -24,6 +24,7 @@ from parser.data.text_files import copy_checked, open_text, read_text
 from parser.data.treebanks import forms_hold_text
 from parser.eval.official import official_scores
 from parser.eval.report import read_trees
+from parser.inference.options import PredictOptions
 from parser.pipeline import Pipeline
 from parser.tokenize.check import first_untokenised_line
 from parser.tokenize.text import read_paragraphs
@@ -114,8 +115,8 @@ def test_the_pipeline_raw_text_reader(tmp_path):
     paragraph reaches the tokenizer, so neither model runs."""
     path = _write(tmp_path, "raw.txt", RAW)
     pipeline = object.__new__(Pipeline)
-    pipeline.tokenizer, pipeline.chunk_sentences = object(), 10
-    pipeline.annotator = lambda **_: SimpleNamespace(
+    pipeline.tokenizer, pipeline.options = object(), PredictOptions(chunk_size=10)
+    pipeline.annotator = lambda *_, **__: SimpleNamespace(
         stream=lambda sentences, chunk_size: iter(list(sentences)))
     with _expect(path, column=13):
         pipeline.parse_file(path, tmp_path / "out.conllu", format="raw")
