@@ -564,6 +564,7 @@ def finished_rounds(out: Path, code: str, gold: Path, *, seeds: list[int], arms:
                     "arm": arm, "seed": seed, "round": round_,
                     "words": count.get("annotated_words", count.get("seed_words")),
                     "las": float(scores["LAS"]), "uas": float(scores["UAS"]),
+                    **({"upos": float(scores["UPOS"])} if "UPOS" in scores else {}),
                     "folder": folder.relative_to(out / code).as_posix(),
                     "seconds": {path.name.split(".")[0]: json.loads(path.read_text()).get("seconds")
                                 or 0.0 for path in sorted(done)},
@@ -626,6 +627,36 @@ def curve_table(curves: dict[str, list[tuple[int, float, float, int]]], *, seeds
                  for r, words, las, n in curve}
         lines.append(f"| {arm} | " + " | ".join(cells.get(r, "") for r in rounds) + " |")
     return "\n".join(lines)
+
+
+def upos_table(records: list[dict], arms: list[str]) -> list[str]:
+    """Markdown: mean test UPOS by arm and round (the records that have it: a parser reading
+    gold tags scores the gold column, 100), the likelihood arms' round 0 shared; none when no
+    record has it.
+
+    >>> rows = upos_table([{"arm": "likelihood", "round": 0, "upos": 70.0},
+    ...                    {"arm": "random", "round": 1, "upos": 74.0},
+    ...                    {"arm": "random", "round": 1, "upos": 76.0}], ["random"])
+    >>> rows[-1]
+    '| random | 70.00 | 75.00 |'
+    """
+    cells: dict[tuple[str, int], list[float]] = {}
+    for r in records:
+        if "upos" in r:
+            for arm in (arms if r["arm"] == SHARED else [r["arm"]]):
+                if arm in arms and (r["arm"] != SHARED or arm not in SELF_TRAINED):
+                    cells.setdefault((arm, r["round"]), []).append(r["upos"])
+    if not cells:
+        return []
+    rounds = sorted({round_ for _, round_ in cells})
+    lines = ["| arm (test UPOS) | " + " | ".join(f"round {r}" for r in rounds) + " |",
+             "| --- |" + " ---: |" * len(rounds)]
+    for arm in arms:
+        if any((arm, r) in cells for r in rounds):
+            lines.append(f"| {arm} | " + " | ".join(
+                f"{sum(cells[arm, r]) / len(cells[arm, r]):.2f}" if (arm, r) in cells else ""
+                for r in rounds) + " |")
+    return lines
 
 
 def reach_rows(curves: dict[str, list[tuple[int, float, float, int]]],
@@ -790,7 +821,9 @@ def write_report(out: Path, treebanks: list[tuple[str, Path]], *, seeds: list[in
         curves = {arm: curve for arm, curve in curves.items() if any(r > 0 for r, *_ in curve)}
         reach_lines, reached = reach_rows(curves)
         rows, results = significance_rows(points, arms, rounds)
-        text += [f"## {code}", "", curve_table(curves, seeds=len(seeds)), "", *reach_lines, "",
+        upos_lines = upos_table(records[code], [arm for arm in arms if arm in curves])
+        text += [f"## {code}", "", curve_table(curves, seeds=len(seeds)), "",
+                 *upos_lines, *([""] if upos_lines else []), *reach_lines, "",
                  *rows, "", *(claim(reached, results, rounds=rounds, arm=arm)
                               for arm in curves if arm in CAPPED), ""]
         if {SELF_TRAINED_BASE, *SELF_TRAINED} <= set(arms):

@@ -25,6 +25,7 @@ import numpy as np
 from parser.runtime.io_atomic import atomic_write
 
 FIELDS = ("arm", "seed", "round", "words", "las", "uas", "folder", "seconds", "heads", "labels")
+OPTIONAL = ("upos",)  # kept where a record has it (rounds scored before it was recorded lack it)
 
 
 def key(record: dict) -> tuple[str, int, int]:
@@ -75,7 +76,8 @@ def merge(path: Path, records: list[dict]) -> list[dict]:
     ordered = [merged[k] for k in sorted(merged)]
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_write(path) as out:
-        out.writelines(json.dumps({field: record[field] for field in FIELDS},
+        out.writelines(json.dumps({field: record[field] for field in (*FIELDS, *OPTIONAL)
+                                   if field in record},
                                   separators=(",", ":")) + "\n" for record in ordered)
     return ordered
 
