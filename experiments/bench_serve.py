@@ -11,7 +11,7 @@ to one core with ``taskset`` where available), a 20-word sentence through ``/pro
 
     python experiments/bench_serve.py --pipeline runs/en/en.pipeline --out experiments/results/serve.md
     python experiments/bench_serve.py --pipeline tests/fixtures/pre_layers/tiny.pipeline \\
-        --soak-seconds 30 --out /tmp/serve.md          # a quick check that it runs
+        --soak-seconds 30 --out $RUNS/serve.md         # a quick check that it runs
 
 Bounded: every phase has a count and a time limit; only 127.0.0.1 is contacted.
 """

