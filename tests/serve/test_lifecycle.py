@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES, REPO
+from tests.serve import word_forms
 
 PIPELINE = FIXTURES / "pre_layers" / "tiny.pipeline"
 TEXT = "The dog barked loudly. It ran away."
@@ -164,19 +165,6 @@ def _form(data: str, **params: str) -> bytes:
     return urllib.parse.urlencode({"data": data, **params}).encode()
 
 
-def _sentences(result: str) -> list[list[str]]:
-    """The word forms of each sentence of a CoNLL-U text."""
-    sentences, words = [], []
-    for line in result.split("\n") + [""]:
-        if not line:
-            if words:
-                sentences.append(words)
-            words = []
-        elif not line.startswith("#") and line.split("\t")[0].isdigit():
-            words.append(line.split("\t")[1])
-    return sentences
-
-
 def _parsed(port: int, body: bytes, timeout: float = 60) -> list[list[str]]:
     status, _, answer = request(port, "POST", "/process", body, timeout=timeout)
     assert status == 200, answer[:300]
@@ -184,7 +172,7 @@ def _parsed(port: int, body: bytes, timeout: float = 60) -> list[list[str]]:
     heads = [line.split("\t")[6] for line in result.split("\n")
              if line and not line.startswith("#")]
     assert heads and all(head.isdigit() for head in heads), "words without a head"
-    return _sentences(result)
+    return word_forms(result)
 
 
 SHORT = _form(TEXT, tokenizer="", tagger="", parser="")
@@ -268,9 +256,9 @@ def test_sigterm_answers_what_is_in_flight_then_exits_0(servers):
         long.close()
         short.close()
     assert long_status == 200, long_body[:300]
-    assert _sentences(json.loads(long_body)["result"]) == [LONG_SENTENCE.split()] * 40
+    assert word_forms(json.loads(long_body)["result"]) == [LONG_SENTENCE.split()] * 40
     assert short_status == 200, short_body[:300]
-    assert _sentences(json.loads(short_body)["result"]) == SHORT_WORDS
+    assert word_forms(json.loads(short_body)["result"]) == SHORT_WORDS
     assert server.wait() == 0, server.text()
     assert time.monotonic() - sent < STOP
     _no_traceback(server)

@@ -15,6 +15,7 @@ from parser.serve import ServeSettings, create_app
 from parser.serve.protocol import process_request
 from parser.serve.worker import Batcher, QueueFull, model_paths
 from tests.conftest import FIXTURES
+from tests.serve import word_forms
 
 PIPELINE = FIXTURES / "pre_layers" / "tiny.pipeline"
 TEXT = "The dog barked loudly. It ran away."
@@ -34,18 +35,6 @@ def _client(nlp, **settings) -> TestClient:
 def client(nlp):
     with _client(nlp, max_body=20_000, max_words=50) as client:
         yield client
-
-
-def _words(result: str) -> list[list[str]]:
-    sentences, words = [], []
-    for line in result.split("\n"):
-        if not line:
-            if words:
-                sentences.append(words)
-            words = []
-        elif not line.startswith("#") and line.split("\t")[0].isdigit():
-            words.append(line.split("\t")[1])
-    return sentences
 
 
 def test_models_as_udpipe_lists_them(client):
@@ -72,7 +61,7 @@ def test_the_documented_curl_requests(client, tmp_path):
         assert set(body) == {"model", "acknowledgements", "result"}
         assert body["model"] == "tiny" and isinstance(body["acknowledgements"], list)
         assert body["result"].startswith("# generator = ")
-        assert _words(body["result"]) == [["The", "dog", "barked", "loudly", "."],
+        assert word_forms(body["result"]) == [["The", "dog", "barked", "loudly", "."],
                                           ["It", "ran", "away", "."]]
     assert multipart.json()["result"] == form.json()["result"] == query.json()["result"]
 
@@ -82,7 +71,7 @@ def test_inputs_components_and_the_tree_crf_parameters(client):
                                                "input": "horizontal", "parser": ""}).json()
     vertical = client.post("/process", data={"data": "The\ncat\nsleeps\n.\n\nI\ngo\n.\n",
                                              "input": "vertical", "parser": ""}).json()
-    assert _words(horizontal["result"]) == _words(vertical["result"]) == [
+    assert word_forms(horizontal["result"]) == word_forms(vertical["result"]) == [
         ["The", "cat", "sleeps", "."], ["I", "go", "."]]
     tagged = client.post("/process", data={"data": "The cat sleeps .", "input": "horizontal",
                                            "tagger": ""}).json()["result"]
@@ -184,7 +173,7 @@ def test_requests_that_arrive_together_are_answered_with_their_own_sentences(nlp
     for text in texts:
         answer = answers[text]
         assert answer.status_code == 200
-        assert _words(answer.json()["result"]) == [text.split()]
+        assert word_forms(answer.json()["result"]) == [text.split()]
     for text, expected in alone.items():  # batched == alone
         assert answers[text].json()["result"] == expected["result"]
 
@@ -199,7 +188,7 @@ def test_the_batcher_parses_waiting_requests_together(nlp):
     results = [job.future.result(timeout=60) for job in jobs]
     batcher.stop()
     assert batcher.batches == 1
-    assert [_words(r) for r in results] == [[[f"w{i}", f"x{i}", "."]] for i in range(10)]
+    assert [word_forms(r) for r in results] == [[[f"w{i}", f"x{i}", "."]] for i in range(10)]
 
 
 def test_a_full_queue_answers_503_with_retry_after(nlp):
