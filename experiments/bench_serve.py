@@ -199,13 +199,22 @@ def main() -> None:
     print(args.out.read_text(encoding="utf-8"))
 
 
+def _shown(text: str) -> str:
+    """``text`` with this machine's paths written as a reader runs them: the interpreter as
+    ``python``, ``$RUNS`` for the run folder (when set), the repository root as ``.``."""
+    text = text.replace(sys.executable, "python")
+    if os.environ.get("RUNS"):
+        text = text.replace(os.environ["RUNS"].rstrip("/"), "$RUNS")
+    return text.replace(str(Path(__file__).resolve().parent.parent) + "/", "")
+
+
 def _write(args, r: dict, command: str) -> None:
     s, m, b, k, p = r["single"], r["sixteen"], r["burst"], r["soak"], r["predict"]
     lines = [
         "# parser-serve under load (loopback)", "",
-        (f"Command: `python {' '.join(sys.argv)}`; server: `{command}`; machine: "
-        f"{platform.node()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; pipeline "
-        f"{args.pipeline}; a 20-word sentence per request."), "",
+        _shown(f"Command: `python {' '.join(sys.argv)}`; server: `{command}`; machine: "
+               f"{platform.node()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
+               f"pipeline {args.pipeline}; a 20-word sentence per request."), "",
         "| phase | result |", "| --- | --- |",
         f"| 1 client, {s['n']} requests | p50 {1000 * s['p50']:.1f} ms, p99 {1000 * s['p99']:.1f} ms |",
         (f"| 16 clients, {args.load_seconds:g} s | {m['words_per_s']:.0f} words/s "
