@@ -99,3 +99,15 @@ def test_a_misspelt_option_is_one_error_everywhere(prog, main, argv, key, meant,
     assert listing.startswith("options: ")
     assert "Traceback" not in err and "+" + key not in message  # no advice to force the key in
     assert not (tmp_path / "run" / "checkpoints").exists()
+
+
+def test_a_mapping_given_a_new_entry_is_not_an_unknown_option(capsys, tmp_path):
+    # model.layer_weights exists (an open mapping): a plain override of a new entry is refused by
+    # Hydra's struct mode, and the error says how to add it, not that the option is unknown
+    argv = ["model.layer_weights={xpos:0.2}", f"hydra.run.dir={tmp_path / 'run'}", *TRAIN_TINY]
+    assert train_main(argv) == 2
+    err = capsys.readouterr().err
+    assert "unknown option" not in err
+    assert "Could not override 'model.layer_weights'" in err
+    assert "+model.layer_weights={xpos:0.2}" in err
+    assert not (tmp_path / "run" / "checkpoints").exists()

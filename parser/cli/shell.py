@@ -264,7 +264,10 @@ def _unknown_key(error: BaseException) -> tuple[str, list[str]] | None:
     cause, match = error.__cause__, _NOT_OVERRIDDEN.match(str(error))
     if isinstance(error, ConfigCompositionException) and match \
             and isinstance(cause, (ConfigKeyError, ConfigAttributeError)) and cause.parent_node is not None:
-        return match[1], dotted_keys(cause.parent_node._get_root())
+        known = dotted_keys(cause.parent_node._get_root())
+        if match[1] in known or any(key.startswith(f"{match[1]}.") for key in known):
+            return None  # a key the config has (a mapping given a new entry): Hydra's own advice
+        return match[1], known
     return None
 
 
