@@ -120,28 +120,37 @@ async def _phases(base: str, args, pid: int) -> dict:
                         "mixed": sum(not b[2] for b in answered),
                         "slowest": max((b[1] for b in answered), default=float("nan"))}
 
-        # 4. soak at half the load of 2
+        # 4. soak at half the load of 2: 16 clients, each sending on its own schedule (a request
+        # every 16 / rate seconds, the next one as soon as an answer comes late), so that the
+        # load stays what it is asked to be, whatever the client machine's speed
         rate = max(1.0, out["sixteen"]["words_per_s"] / 20 / 2)  # requests per second
-        rss_start, errors, sent = _rss_mb(pid), 0, 0
+        period, statuses, rss = 16 / rate, {}, [(0.0, _rss_mb(pid))]
         start = time.perf_counter()
-        pending: set = set()
-        while time.perf_counter() - start < args.soak_seconds:
-            pending.add(asyncio.ensure_future(_ask(client, f"k{sent}", timeout=args.deadline)))
-            sent += 1
-            done = {t for t in pending if t.done()}
-            for task in done:
-                status, _, own = task.result() if not task.exception() else (0, 0, False)
-                errors += status != 200 or not own
-            pending -= done
-            await asyncio.sleep(max(0.0, start + sent / rate - time.perf_counter()))
-        for task in asyncio.as_completed(pending):
-            try:
-                status, _, own = await task
-            except httpx.HTTPError:
-                status, own = 0, False
-            errors += status != 200 or not own
-        out["soak"] = {"seconds": args.soak_seconds, "rate": rate, "sent": sent, "errors": errors,
-                       "rss_start_mb": rss_start, "rss_end_mb": _rss_mb(pid)}
+        stop = start + args.soak_seconds
+
+        async def paced(c: int) -> None:
+            i, due = 0, start + c * period / 16
+            while due < stop:
+                await asyncio.sleep(max(0.0, due - time.perf_counter()))
+                try:
+                    status, _, own = await _ask(client, f"k{c}x{i}", timeout=args.deadline)
+                except httpx.HTTPError as error:
+                    status, own = type(error).__name__, True
+                key = status if own else "mixed"
+                statuses[key] = statuses.get(key, 0) + 1
+                i, due = i + 1, due + period
+
+        async def sample() -> None:
+            while time.perf_counter() < stop:
+                await asyncio.sleep(min(30.0, max(0.0, stop - time.perf_counter())))
+                rss.append((time.perf_counter() - start, _rss_mb(pid)))
+
+        await asyncio.gather(sample(), *(paced(c) for c in range(16)))
+        sent = sum(statuses.values())
+        out["soak"] = {"seconds": args.soak_seconds, "rate": rate, "sent": sent,
+                       "achieved": sent / (time.perf_counter() - start),
+                       "errors": sent - statuses.get(200, 0), "statuses": statuses,
+                       "rss": rss, "rss_start_mb": rss[0][1], "rss_end_mb": _rss_mb(pid)}
     return out
 
 
@@ -171,7 +180,7 @@ def main() -> None:
     parser.add_argument("--soak-seconds", type=float, default=600)
     parser.add_argument("--deadline", type=float, default=60)
     parser.add_argument("--queue-size", type=int, default=64)
-    parser.add_argument("--baseline-sentences", type=int, default=2000)
+    parser.add_argument("--baseline-sentences", type=int, default=5000)
     args = parser.parse_args()
     port = _free_port()
     command = [*_pin(args.core), sys.executable, "-m", "parser.cli.serve",
@@ -225,8 +234,12 @@ def _write(args, r: dict, command: str) -> None:
         (f"| 200 clients at once | {b['ok']} answered 200, {b['busy']} 503, {b['other']} other, "
         f"{b['lost']} lost, {b['mixed']} mixed; slowest {b['slowest']:.1f} s (deadline "
         f"{args.deadline:g} s) |"),
-        (f"| soak, {k['seconds']:g} s at {k['rate']:.1f} requests/s | {k['sent']} sent, "
-        f"{k['errors']} errors; RSS {k['rss_start_mb']:.0f} -> {k['rss_end_mb']:.0f} MB |"),
+        (f"| soak, {k['seconds']:g} s at {k['rate']:.1f} requests/s asked ({k['achieved']:.1f} "
+         f"sent) | {k['sent']} answered, {k['errors']} not 200 ({k['statuses']}); RSS "
+         f"{k['rss_start_mb']:.0f} -> {k['rss_end_mb']:.0f} MB "
+         f"({100 * (k['rss_end_mb'] / k['rss_start_mb'] - 1):+.1f}%) |"),
+        "", "RSS of the server during the soak (seconds: MB): "
+        + ", ".join(f"{t:.0f}: {m:.0f}" for t, m in k["rss"]) + ".",
     ]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")

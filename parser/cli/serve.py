@@ -13,7 +13,9 @@ token is set), ``port`` (8001), ``token`` (or ``$PARSER_SERVE_TOKEN``): clients 
 models and worker thread (uvicorn's workers). Limits: ``max_body`` (bytes, 4194304), ``max_words``
 (per sentence, 1000), ``queue_size`` (requests waiting per process, 64; 503 with Retry-After
 past it), ``batch_words`` (words parsed together, 2000), ``deadline`` (seconds per request, 60),
-``threads`` (torch threads of each worker, 1). SIGTERM or Ctrl+C: no new connection is accepted,
+``threads`` (torch threads of each worker, 1). ``access_log`` (false): a line per request on
+standard error, as uvicorn writes it (off by default, as gunicorn's: it costs a few percent of the
+throughput; a reverse proxy logs requests too). SIGTERM or Ctrl+C: no new connection is accepted,
 the requests in flight are answered, then the process exits.
 """
 
@@ -27,7 +29,7 @@ from collections.abc import Sequence
 
 import uvicorn
 
-from parser.cli.shell import run_key_value_cli
+from parser.cli.shell import parse_bool, run_key_value_cli
 from parser.serve.app import ENVIRONMENT, ServeSettings
 from parser.serve.worker import model_paths
 
@@ -49,6 +51,7 @@ OPTIONS = {
     "deadline": "60",  # seconds a request may take (503 past it)
     "threads": "1",  # torch threads of each process's worker
     "device": "cpu",
+    "access_log": "false",  # true: uvicorn's line per request on standard error
 }
 
 
@@ -89,7 +92,7 @@ def _serve(args: dict) -> str:
     try:
         uvicorn.run("parser.serve.app:app_from_environment", factory=True, host=host, port=port,
                     workers=workers, timeout_graceful_shutdown=int(settings.deadline) + 5,
-                    log_level="info")
+                    log_level="info", access_log=parse_bool(args["access_log"], option="access_log"))
     except _Stopped:
         pass
     finally:

@@ -262,6 +262,17 @@ def test_sigterm_answers_what_is_in_flight_then_exits_0(servers):
     assert server.wait() == 0, server.text()
     assert time.monotonic() - sent < STOP
     _no_traceback(server)
+    assert "POST /process" not in server.text()  # no access log unless asked (access_log=true)
+
+
+def test_access_log_writes_a_line_per_request_when_asked(servers):
+    server = servers("access_log=true")
+    status, _, body = request(server.port, "POST", "/process", SHORT)
+    assert status == 200, body[:300]
+    deadline = time.monotonic() + 10
+    while '"POST /process HTTP/1.1" 200' not in server.text():
+        assert time.monotonic() < deadline, server.text()
+        time.sleep(0.05)
 
 
 def _worker_pids(server: Server) -> set[int]:
