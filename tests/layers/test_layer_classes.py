@@ -297,3 +297,26 @@ def test_a_lazy_head_decodes_as_the_whole_product(morph, layer):
             for dictionary in (None, lexicon):
                 expected = layer.decode(forms, head(states), classes, dictionary)
                 assert layer.decode(forms, LinearScores(head, states), classes, dictionary) == expected
+
+
+@pytest.mark.parametrize("layer", [FeatsLayer(), LemmaLayer()])
+def test_new_words_never_grow_the_dictionary_memory(morph, layer):
+    # A service reads new words for days: only the lexicon's own forms are remembered, and a form
+    # decodes the same whether it was remembered or not.
+    vocabs = Vocabularies.build(morph, min_freq=1, layers=[layer])
+    classes, lexicon = vocabs.layers[layer.name], vocabs.lexicons[layer.name]
+    dictionary = Dictionary(layer, lexicon, classes)
+    known = [s.forms for s in morph[:4]]
+    unseen = [[f"Unseen{i}ly", f"zz{i}q", f"{i}"] for i in range(300)]
+    head = torch.nn.Linear(7, len(classes)).double()
+    generator = torch.Generator().manual_seed(3)
+    for forms in (known, unseen, known):
+        width = max(len(f) for f in forms) + 2
+        states = torch.randn(len(forms), width, 7, dtype=torch.float64, generator=generator)
+        with torch.no_grad():
+            remembered = layer.decode(forms, head(states), classes, dictionary)
+            fresh = layer.decode(forms, head(states), classes, Dictionary(layer, lexicon, classes))
+        assert remembered == fresh
+    lexicon_forms = {form for words in known for form in words if form in dictionary.lexicon["forms"]}
+    assert lexicon_forms and set(dictionary._ids) == lexicon_forms
+    assert {form for form, _ in dictionary._values} <= lexicon_forms

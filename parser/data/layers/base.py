@@ -253,8 +253,9 @@ def class_scores(scores: Tensor | ClassScores) -> ClassScores:
 
 class Dictionary:
     """A layer's lexicon (:meth:`TokenLayer.lexicon`) over its head's ``classes``: the class ids
-    each form may take, remembered for up to ``MEMO`` distinct forms (a corpus repeats its forms;
-    the memory stays bounded on one that does not)."""
+    each form may take. What is computed per form is remembered for the lexicon's own forms only
+    (at most ``MEMO``): a stream of new words (a service's, a web corpus's) never grows the memory
+    of a process that runs for days, and a form outside the lexicon costs a few suffix lookups."""
 
     MEMO = 200_000
 
@@ -330,9 +331,11 @@ class Dictionary:
             for form, c in zip(words, ids):
                 found = remembered.get((form, c))
                 if found is None:
-                    found = remembered[form, c] = (value(form, names[c]),)
-                    if len(remembered) > self.MEMO:
-                        remembered.clear()
+                    found = (value(form, names[c]),)
+                    if form in self.lexicon["forms"]:
+                        if len(remembered) >= self.MEMO:
+                            remembered.clear()
+                        remembered[form, c] = found
                 row.append(found[0])
             decoded.append(row)
         return decoded
@@ -350,7 +353,7 @@ class Dictionary:
                 found = tuple(sorted(c for c in self.classes.indices(allowed) if c >= N_SPECIAL))
                 if len(self._class_ids) < self.MEMO:
                     self._class_ids[allowed] = found
-            if len(self._ids) < self.MEMO:
+            if entry is not None and entry[0] == "forms" and len(self._ids) < self.MEMO:
                 self._ids[form] = found
         return found
 
