@@ -85,6 +85,14 @@ async def _phases(base: str, args, pid: int) -> dict:
     out: dict = {}
     limits = httpx.Limits(max_connections=256, max_keepalive_connections=256)
     async with httpx.AsyncClient(base_url=base, limits=limits) as client:
+        if args.soak_only:  # warmed up as phases 1-3 warm it (not reported), then the soak
+            for i in range(200):
+                await _ask(client, f"w{i}", timeout=args.deadline)
+            await asyncio.gather(*(_ask(client, f"b{c}", timeout=args.deadline + 5)
+                                   for c in range(200)), return_exceptions=True)
+            out["sixteen"] = {"words_per_s": 40 * args.soak_rate}  # the soak's rate, as given
+            out["soak"] = await _soak(client, args, pid, out)
+            return out
         # 1. one client
         times = []
         for i in range(args.single):
@@ -120,38 +128,42 @@ async def _phases(base: str, args, pid: int) -> dict:
                         "mixed": sum(not b[2] for b in answered),
                         "slowest": max((b[1] for b in answered), default=float("nan"))}
 
-        # 4. soak at half the load of 2: 16 clients, each sending on its own schedule (a request
-        # every 16 / rate seconds, the next one as soon as an answer comes late), so that the
-        # load stays what it is asked to be, whatever the client machine's speed
-        rate = max(1.0, out["sixteen"]["words_per_s"] / 20 / 2)  # requests per second
-        period, statuses, rss = 16 / rate, {}, [(0.0, _rss_mb(pid))]
-        start = time.perf_counter()
-        stop = start + args.soak_seconds
-
-        async def paced(c: int) -> None:
-            i, due = 0, start + c * period / 16
-            while due < stop:
-                await asyncio.sleep(max(0.0, due - time.perf_counter()))
-                try:
-                    status, _, own = await _ask(client, f"k{c}x{i}", timeout=args.deadline)
-                except httpx.HTTPError as error:
-                    status, own = type(error).__name__, True
-                key = status if own else "mixed"
-                statuses[key] = statuses.get(key, 0) + 1
-                i, due = i + 1, due + period
-
-        async def sample() -> None:
-            while time.perf_counter() < stop:
-                await asyncio.sleep(min(30.0, max(0.0, stop - time.perf_counter())))
-                rss.append((time.perf_counter() - start, _rss_mb(pid)))
-
-        await asyncio.gather(sample(), *(paced(c) for c in range(16)))
-        sent = sum(statuses.values())
-        out["soak"] = {"seconds": args.soak_seconds, "rate": rate, "sent": sent,
-                       "achieved": sent / (time.perf_counter() - start),
-                       "errors": sent - statuses.get(200, 0), "statuses": statuses,
-                       "rss": rss, "rss_start_mb": rss[0][1], "rss_end_mb": _rss_mb(pid)}
+        out["soak"] = await _soak(client, args, pid, out)
     return out
+
+
+async def _soak(client: httpx.AsyncClient, args, pid: int, out: dict) -> dict:
+    # 4. soak at half the load of 2: 16 clients, each sending on its own schedule (a request
+    # every 16 / rate seconds, the next one as soon as an answer comes late), so that the
+    # load stays what it is asked to be, whatever the client machine's speed
+    rate = max(1.0, out["sixteen"]["words_per_s"] / 20 / 2)  # requests per second
+    period, statuses, rss = 16 / rate, {}, [(0.0, _rss_mb(pid))]
+    start = time.perf_counter()
+    stop = start + args.soak_seconds
+
+    async def paced(c: int) -> None:
+        i, due = 0, start + c * period / 16
+        while due < stop:
+            await asyncio.sleep(max(0.0, due - time.perf_counter()))
+            try:
+                status, _, own = await _ask(client, f"k{c}x{i}", timeout=args.deadline)
+            except httpx.HTTPError as error:
+                status, own = type(error).__name__, True
+            key = status if own else "mixed"
+            statuses[key] = statuses.get(key, 0) + 1
+            i, due = i + 1, due + period
+
+    async def sample() -> None:
+        while time.perf_counter() < stop:
+            await asyncio.sleep(min(30.0, max(0.0, stop - time.perf_counter())))
+            rss.append((time.perf_counter() - start, _rss_mb(pid)))
+
+    await asyncio.gather(sample(), *(paced(c) for c in range(16)))
+    sent = sum(statuses.values())
+    return {"seconds": args.soak_seconds, "rate": rate, "sent": sent,
+            "achieved": sent / (time.perf_counter() - start),
+            "errors": sent - statuses.get(200, 0), "statuses": statuses,
+            "rss": rss, "rss_start_mb": rss[0][1], "rss_end_mb": _rss_mb(pid)}
 
 
 def _predict_baseline(args, folder: Path) -> dict:
@@ -181,7 +193,12 @@ def main() -> None:
     parser.add_argument("--deadline", type=float, default=60)
     parser.add_argument("--queue-size", type=int, default=64)
     parser.add_argument("--baseline-sentences", type=int, default=5000)
+    parser.add_argument("--soak-only", action="store_true",
+                        help="phase 4 alone, at --soak-rate requests/s (a rerun of the soak)")
+    parser.add_argument("--soak-rate", type=float, default=None)
     args = parser.parse_args()
+    if args.soak_only and not args.soak_rate:
+        parser.error("--soak-only needs --soak-rate")
     port = _free_port()
     command = [*_pin(args.core), sys.executable, "-m", "parser.cli.serve",
                f"models={args.pipeline}", "host=127.0.0.1", f"port={port}",
@@ -199,8 +216,9 @@ def main() -> None:
         else:
             raise SystemExit("parser-serve did not start within 60 s")
         results = asyncio.run(_phases(base, args, server.pid))
-        with tempfile.TemporaryDirectory() as folder:
-            results["predict"] = _predict_baseline(args, Path(folder))
+        if not args.soak_only:
+            with tempfile.TemporaryDirectory() as folder:
+                results["predict"] = _predict_baseline(args, Path(folder))
     finally:
         server.terminate()  # SIGTERM: what is in flight is finished
         server.wait(timeout=args.deadline + 10)
@@ -218,22 +236,8 @@ def _shown(text: str) -> str:
 
 
 def _write(args, r: dict, command: str) -> None:
-    s, m, b, k, p = r["single"], r["sixteen"], r["burst"], r["soak"], r["predict"]
-    lines = [
-        "# parser-serve under load (loopback)", "",
-        _shown(f"Command: `python {' '.join(sys.argv)}`; server: `{command}`; machine: "
-               f"{platform.node()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
-               f"pipeline {args.pipeline}; a 20-word sentence per request."), "",
-        "| phase | result |", "| --- | --- |",
-        f"| 1 client, {s['n']} requests | p50 {1000 * s['p50']:.1f} ms, p99 {1000 * s['p99']:.1f} ms |",
-        (f"| 16 clients, {args.load_seconds:g} s | {m['words_per_s']:.0f} words/s "
-        f"({m['ok']} of {m['n']} answered 200, own sentences: {m['own']}), p50 "
-        f"{1000 * m['p50']:.1f} ms, p99 {1000 * m['p99']:.1f} ms |"),
-        (f"| parser-predict, same core, whole process | {p['words_per_s']:.0f} words/s "
-        f"({p['sentences']} sentences in {p['seconds']:.1f} s) |"),
-        (f"| 200 clients at once | {b['ok']} answered 200, {b['busy']} 503, {b['other']} other, "
-        f"{b['lost']} lost, {b['mixed']} mixed; slowest {b['slowest']:.1f} s (deadline "
-        f"{args.deadline:g} s) |"),
+    k = r["soak"]
+    soak = [
         (f"| soak, {k['seconds']:g} s at {k['rate']:.1f} requests/s asked ({k['achieved']:.1f} "
          f"sent) | {k['sent']} answered, {k['errors']} not 200 ({k['statuses']}); RSS "
          f"{k['rss_start_mb']:.0f} -> {k['rss_end_mb']:.0f} MB "
@@ -241,6 +245,29 @@ def _write(args, r: dict, command: str) -> None:
         "", "RSS of the server during the soak (seconds: MB): "
         + ", ".join(f"{t:.0f}: {m:.0f}" for t, m in k["rss"]) + ".",
     ]
+    head = [
+        "# parser-serve under load (loopback)", "",
+        _shown(f"Command: `python {' '.join(sys.argv)}`; server: `{command}`; machine: "
+               f"{platform.node()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
+               f"pipeline {args.pipeline}; a 20-word sentence per request."), "",
+        "| phase | result |", "| --- | --- |",
+    ]
+    if args.soak_only:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text("\n".join(head + soak) + "\n", encoding="utf-8")
+        return
+    s, m, b, p = r["single"], r["sixteen"], r["burst"], r["predict"]
+    lines = head + [
+        f"| 1 client, {s['n']} requests | p50 {1000 * s['p50']:.1f} ms, p99 {1000 * s['p99']:.1f} ms |",
+        (f"| 16 clients, {args.load_seconds:g} s | {m['words_per_s']:.0f} words/s "
+         f"({m['ok']} of {m['n']} answered 200, own sentences: {m['own']}), p50 "
+         f"{1000 * m['p50']:.1f} ms, p99 {1000 * m['p99']:.1f} ms |"),
+        (f"| parser-predict, same core, whole process | {p['words_per_s']:.0f} words/s "
+         f"({p['sentences']} sentences in {p['seconds']:.1f} s) |"),
+        (f"| 200 clients at once | {b['ok']} answered 200, {b['busy']} 503, {b['other']} other, "
+         f"{b['lost']} lost, {b['mixed']} mixed; slowest {b['slowest']:.1f} s (deadline "
+         f"{args.deadline:g} s) |"),
+    ] + soak
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
