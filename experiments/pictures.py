@@ -1,12 +1,21 @@
 """The screenshots of docs/pictures.md: three pages drawn by ``parser.view`` from the shared UD
 test files, rendered by headless Chromium.
 
-    python experiments/pictures.py --out docs/img [--root /path/to/ud] [--chromium chromium]
+    python experiments/pictures.py --out docs/img --model $RUNS/en/en_ewt.pipeline \\
+        [--root /path/to/ud] [--chromium chromium]
 
-- ``tree_confidence.png``: EWT test sentence with a non-projective arc, its gold tree given a
-  confidence MISC written by hand (no trained English model on the machine that made the
-  figure): HeadProb/DeprelProb on every word, and a runner-up head (AltHead/AltHeadProb) on
-  the doubtful ones; one head changed to a wrong one and drawn against the gold tree;
+- ``tree_confidence.png`` (only with ``--model``: a pipeline file or a parser ``best.pt``): a
+  real prediction. The model parses the whole EWT test file as ``parser-predict
+  confidence=true`` does (the gold tokens of the CoNLL-U file, every tag its own:
+  :meth:`parser.Pipeline.parse_file`), which writes ``HeadProb``/``DeprelProb`` in MISC; each
+  word's runner-up head (``AltHead``/``AltHeadProb``: its most probable head other than the one
+  written) comes from the same tree CRF's head marginals, as the service's page takes it
+  (:func:`parser.serve.trees.head_marginals`). The sentence drawn, against its gold tree, is the
+  first in file order with 8 to 20 words, a non-projective gold tree, a non-projective arc in the
+  prediction too (the picture dashes the drawn tree's), at least one head or relation wrong
+  against gold, and a runner-up head of probability at least ``parser.view.svg.ALT_SHOWN`` (the
+  dotted arc); its id and its words' marginals are printed. No such sentence: exit status 1,
+  naming the conditions;
 - ``tree_arabic.png``: an Arabic PADT test sentence (right to left, a multiword token);
 - ``tree_french.png``: a French GSD test sentence with the multiword tokens ``du`` and ``au``.
 """
@@ -19,25 +28,25 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from parser.data.conllu_io import format_sentence, read_conllu
+from parser.data.conllu_io import Sentence, format_sentence, read_conllu
+from parser.data.misc import ALT_HEAD, ALT_HEAD_PROB, DEPREL_PROB, HEAD_PROB, misc_entries
 from parser.data.paths import resolve_ud_root
+from parser.inference import load_parser, reads_upos
+from parser.pipeline import Pipeline
+from parser.serve.trees import head_marginals
 from parser.view import page_html
+from parser.view.layout import nonprojective
+from parser.view.svg import ALT_SHOWN
 
-EWT_ID = "weblog-blogspot.com_grandpasgripes_20060413051000_ENG_20060413_051000-0009"
 ARABIC_LINE = 438  # first line of the PADT test sentence drawn
 FRENCH_WORDS = ("du", "au")
-
-# word -> (HeadProb, DeprelProb, runner-up head or None, its probability): plausible values
-# ("Many people want to use diplomacy with Iran rather than military pressure .")
-CONFIDENCE = {1: (0.97, 0.95, None, None), 2: (0.99, 0.98, None, None),
-              3: (0.99, 1.0, None, None), 4: (0.96, 0.97, None, None),
-              5: (0.98, 0.96, None, None), 6: (0.99, 0.95, None, None),
-              7: (0.93, 0.99, None, None), 8: (0.71, 0.84, 6, 0.24),
-              9: (0.52, 0.88, 12, 0.41), 10: (0.81, 0.9, 12, 0.12),
-              11: (0.97, 0.66, None, None), 12: (0.58, 0.62, 5, 0.33),
-              13: (0.99, 1.0, None, None)}
-WRONG_HEAD = (9, 5)  # (word, head): the "prediction" attaches 'rather' (9) to 'use' (5)
-WRONG_LABEL = (11, "nmod")  # and calls 'military' (11) nmod
+# the page above and below its SVG: title, sentence id, padding (95 px to the figure's bottom
+# edge, measured) and a margin; a taller SVG than --height leaves room for gets a taller window
+PAGE_CHROME = 115
+WORDS = (8, 20)  # the English sentence's length, in syntactic words
+WANTED = (f"{WORDS[0]} to {WORDS[1]} words, a non-projective gold tree, a non-projective "
+          "predicted arc, a wrong head or relation against gold and a runner-up head of "
+          f"probability >= {ALT_SHOWN}")
 
 
 def main() -> None:
@@ -45,40 +54,110 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     root = resolve_ud_root(args.root)
+    pages = {}
+    if args.model:
+        pages["tree_confidence"] = _english(root, args.model)
+    else:
+        print("no --model: tree_confidence.png not made (it draws a model's prediction)")
+    pages["tree_arabic"] = ([_arabic(root)], None)
+    pages["tree_french"] = ([_french(root)], None)
     with tempfile.TemporaryDirectory() as tmp:
-        pages = {
-            "tree_confidence": _english(root),
-            "tree_arabic": ([_arabic(root)], None),
-            "tree_french": ([_french(root)], None),
-        }
         for name, (sentences, gold) in pages.items():
             page = Path(tmp) / f"{name}.html"
             page.write_text(page_html(sentences, gold=gold, title=name), encoding="utf-8")
-            width = int(re.search(r'<svg [^>]*width="(\d+)"', page.read_text()).group(1)) + 80
+            svg = re.search(r'<svg [^>]*width="(\d+)" height="(\d+)"', page.read_text())
+            width = int(svg.group(1)) + 80
+            height = max(args.height, int(svg.group(2)) + PAGE_CHROME)
             subprocess.run([args.chromium, "--headless", "--no-sandbox", "--disable-gpu",
-                            "--hide-scrollbars", f"--window-size={width},{args.height}",
+                            "--hide-scrollbars", f"--window-size={width},{height}",
                             f"--screenshot={out / (name + '.png')}", page.as_uri()],
                            check=True, capture_output=True)
             print(out / f"{name}.png")
 
 
-def _english(root: Path):
-    gold = next(s for s in read_conllu(root / "en_ewt" / "en_ewt-ud-test.conllu")
-                if s.sent_id == EWT_ID)
-    heads = list(gold.heads)
-    word, head = WRONG_HEAD
-    heads[word - 1] = head
-    misc = []
-    for i in range(1, len(gold) + 1):
-        p_head, p_label, alt, p_alt = CONFIDENCE[i]
-        entry = {"HeadProb": f"{p_head:.4f}", "DeprelProb": f"{p_label:.4f}"}
-        if alt is not None:
-            entry |= {"AltHead": str(alt), "AltHeadProb": f"{p_alt:.4f}"}
-        misc.append(entry)
-    deprels = list(gold.deprels)
-    deprels[WRONG_LABEL[0] - 1] = WRONG_LABEL[1]
-    predicted = format_sentence(gold, heads=heads, deprels=deprels, misc=misc)
-    return [predicted], [gold]
+def _english(root: Path, model: str) -> tuple[list[str], list[Sentence]]:
+    """The predicted sentence drawn (CoNLL-U with the confidence MISC and ``AltHead``) and its
+    gold sentence; see the module docstring."""
+    gold_path = root / "en_ewt" / "en_ewt-ud-test.conllu"
+    pipeline = _load(model)
+    with tempfile.TemporaryDirectory() as tmp:
+        predicted_path = Path(tmp) / "predicted.conllu"
+        options = pipeline.request(format="conllu", confidence=True,
+                                   retag=reads_upos(pipeline.config))  # never the gold UPOS
+        pipeline.parse_file(gold_path, predicted_path, options)
+        predicted = read_conllu(predicted_path, require_trees=False, single_root=False,
+                                check_heads=False)
+    gold = read_conllu(gold_path)
+    if len(predicted) != len(gold):
+        raise SystemExit(f"{model}: {len(predicted)} sentences predicted for the "
+                         f"{len(gold)} of {gold_path}")
+    pairs = [(p, g) for p, g in zip(predicted, gold) if _candidate(p, g)]
+    marginals = head_marginals(pipeline, [p for p, _ in pairs], None) if pairs else []
+    for (sentence, truth), matrix in zip(pairs, marginals):
+        runner_up = _runner_up(sentence, matrix)
+        if any(entry and float(entry[ALT_HEAD_PROB]) >= ALT_SHOWN for entry in runner_up):
+            drawn = format_sentence(sentence, misc=runner_up)
+            _report(sentence, truth, runner_up, model)
+            return [drawn], [truth]
+    raise SystemExit(f"{model}: no sentence of {gold_path} has {WANTED} ({len(pairs)} had all "
+                     "but the runner-up head)")
+
+
+def _load(model: str) -> Pipeline:
+    """A pipeline file, or a parser checkpoint as a pipeline without tokenizer or tagger."""
+    path = Path(model)
+    if not path.is_file():
+        raise SystemExit(f"--model {model}: no such file")
+    if path.suffix == ".pipeline":
+        return Pipeline.load(path, confidence=True)
+    parser = load_parser(path)
+    if reads_upos(parser[2]):
+        raise SystemExit(f"--model {model}: this parser reads UPOS from its input and has no "
+                         "tagger: give the pipeline file that holds it and its tagger")
+    return Pipeline(parser=parser, confidence=True)
+
+
+def _candidate(predicted: Sentence, gold: Sentence) -> bool:
+    """Every condition but the runner-up head (which needs the marginals)."""
+    return (WORDS[0] <= len(gold) <= WORDS[1] and predicted.is_annotated
+            and predicted.forms == gold.forms
+            and bool(nonprojective(gold.heads)) and bool(nonprojective(predicted.heads))
+            and (predicted.heads != gold.heads or predicted.deprels != gold.deprels))
+
+
+def _runner_up(sentence: Sentence, matrix) -> list[dict[str, str]]:
+    """Per word, ``AltHead``/``AltHeadProb``: its most probable head other than the one written
+    (``matrix``: ``[dep, head]`` head marginals), where that marginal is not 0 to 4 decimals
+    (the service's rule, :mod:`parser.serve.trees`); else ``{}``."""
+    entries = []
+    for dep, head in enumerate(sentence.heads, start=1):
+        row = matrix[dep - 1].clone()
+        row[head] = -1.0
+        other = int(row.argmax())
+        p = float(row[other])
+        entries.append({ALT_HEAD: str(other), ALT_HEAD_PROB: f"{p:.4f}"} if p >= 0.00005 else {})
+    return entries
+
+
+def _report(sentence: Sentence, gold: Sentence, runner_up: list[dict[str, str]],
+            model: str) -> None:
+    print(f"tree_confidence: {gold.sent_id} ({len(gold)} words), predicted by {model}")
+    print(f"  {gold.text}")
+    print("  id form            head gold HeadProb  deprel       gold         DeprelProb "
+          "AltHead AltHeadProb")
+    nonproj_gold, nonproj_pred = nonprojective(gold.heads), nonprojective(sentence.heads)
+    rows = zip(sentence.forms, sentence.heads, gold.heads, sentence.deprels, gold.deprels,
+               sentence.column("MISC"), runner_up)
+    for i, (form, head, gold_head, deprel, gold_deprel, misc, alt) in enumerate(rows, start=1):
+        entries = misc_entries(misc)
+        marks = ("H" if head != gold_head else " ") + ("L" if deprel != gold_deprel else " ")
+        marks += ("n" if i in nonproj_pred else " ") + ("g" if i in nonproj_gold else " ")
+        print(f"  {i:2d} {form[:15]:15s} {head:4d} {gold_head:4d} "
+              f"{entries.get(HEAD_PROB, '-'):>8s}  {deprel or '_':12s} {gold_deprel or '_':12s} "
+              f"{entries.get(DEPREL_PROB, '-'):>10s} {alt.get(ALT_HEAD, '-'):>7s} "
+              f"{alt.get(ALT_HEAD_PROB, '-'):>11s} {marks}")
+    print("  (H: wrong head, L: wrong relation, n: non-projective predicted arc, "
+          "g: non-projective gold arc)")
 
 
 def _arabic(root: Path):
@@ -99,8 +178,11 @@ def _args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default="docs/img")
     parser.add_argument("--root", default=None, help="UD data root (default: $UD_ROOT, data/ud)")
+    parser.add_argument("--model", default=None,
+                        help="a pipeline file or parser best.pt: predicts tree_confidence.png")
     parser.add_argument("--chromium", default="chromium")
-    parser.add_argument("--height", type=int, default=520)
+    parser.add_argument("--height", type=int, default=470,
+                        help="window height, at least (a taller picture gets more)")
     return parser.parse_args()
 
 
