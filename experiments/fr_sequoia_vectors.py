@@ -663,6 +663,8 @@ def main(argv: list[str] | None = None) -> int:
                                      REPO / "experiments" / "results" / "fr_sequoia_vectors.md")
         command = "python experiments/fr_sequoia_vectors.py " + shlex.join(
             sys.argv[1:] if argv is None else argv)
+        if os.environ.get("RUNS"):  # the run folder as the reader names it, not this machine's path
+            command = command.replace(os.environ["RUNS"].rstrip("/"), "$RUNS")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(report(out, command=command, note=args.note, smoke=args.smoke),
                           encoding="utf-8")
