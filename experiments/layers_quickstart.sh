@@ -3,7 +3,7 @@
 # quickstart (400 steps, gold UPOS input) without them, with them at loss weight 1 (the default),
 # 0.3 and 0.1, seeds 1-3, one run at a time on one core; then the table of
 # experiments/results/layers_quickstart.md from the runs' official test and dev scores.
-#   RUNS=/tmp/runs bash experiments/layers_quickstart.sh [core]
+#   RUNS=<a folder outside the repository> bash experiments/layers_quickstart.sh [core]   # from the repository root
 set -euo pipefail
 out=${RUNS:?set RUNS to a folder outside the repository}/layers_quickstart
 core=${1:-0}

@@ -353,7 +353,7 @@ class Dictionary:
                 found = tuple(sorted(c for c in self.classes.indices(allowed) if c >= N_SPECIAL))
                 if len(self._class_ids) < self.MEMO:
                     self._class_ids[allowed] = found
-            if entry is not None and entry[0] == "forms" and len(self._ids) < self.MEMO:
+            if form in self.lexicon["forms"] and len(self._ids) < self.MEMO:
                 self._ids[form] = found
         return found
 
