@@ -33,7 +33,7 @@ from parser.data.misc import ALT_HEAD, ALT_HEAD_PROB, DEPREL_PROB, HEAD_PROB, mi
 from parser.data.paths import resolve_ud_root
 from parser.inference import load_parser, reads_upos
 from parser.pipeline import Pipeline
-from parser.serve.trees import head_marginals
+from parser.serve.trees import head_marginals, with_runner_up
 from parser.view import page_html
 from parser.view.layout import nonprojective
 from parser.view.svg import ALT_SHOWN
@@ -94,9 +94,11 @@ def _english(root: Path, model: str) -> tuple[list[str], list[Sentence]]:
     pairs = [(p, g) for p, g in zip(predicted, gold) if _candidate(p, g)]
     marginals = head_marginals(pipeline, [p for p, _ in pairs], None) if pairs else []
     for (sentence, truth), matrix in zip(pairs, marginals):
-        runner_up = _runner_up(sentence, matrix)
+        drawn = with_runner_up(format_sentence(sentence), matrix)
+        words = [line.split("\t") for line in drawn.split("\n") if line.split("\t")[0].isdigit()]
+        runner_up = [{key: entries[key] for key in (ALT_HEAD, ALT_HEAD_PROB) if key in entries}
+                     for entries in (misc_entries(columns[9]) for columns in words)]
         if any(entry and float(entry[ALT_HEAD_PROB]) >= ALT_SHOWN for entry in runner_up):
-            drawn = format_sentence(sentence, misc=runner_up)
             _report(sentence, truth, runner_up, model)
             return [drawn], [truth]
     raise SystemExit(f"{model}: no sentence of {gold_path} has {WANTED} ({len(pairs)} had all "
@@ -123,20 +125,6 @@ def _candidate(predicted: Sentence, gold: Sentence) -> bool:
             and predicted.forms == gold.forms
             and bool(nonprojective(gold.heads)) and bool(nonprojective(predicted.heads))
             and (predicted.heads != gold.heads or predicted.deprels != gold.deprels))
-
-
-def _runner_up(sentence: Sentence, matrix) -> list[dict[str, str]]:
-    """Per word, ``AltHead``/``AltHeadProb``: its most probable head other than the one written
-    (``matrix``: ``[dep, head]`` head marginals), where that marginal is not 0 to 4 decimals
-    (the service's rule, :mod:`parser.serve.trees`); else ``{}``."""
-    entries = []
-    for dep, head in enumerate(sentence.heads, start=1):
-        row = matrix[dep - 1].clone()
-        row[head] = -1.0
-        other = int(row.argmax())
-        p = float(row[other])
-        entries.append({ALT_HEAD: str(other), ALT_HEAD_PROB: f"{p:.4f}"} if p >= 0.00005 else {})
-    return entries
 
 
 def _report(sentence: Sentence, gold: Sentence, runner_up: list[dict[str, str]],

@@ -26,7 +26,7 @@ from parser.pipeline import Pipeline
 from parser.serve.protocol import ProcessRequest, ProtocolError, read_sentences
 from parser.view import sentence_svg
 
-__all__ = ["TOP_HEADS", "drawn", "head_marginals", "parsed_trees"]
+__all__ = ["TOP_HEADS", "drawn", "head_marginals", "parsed_trees", "with_runner_up"]
 
 TOP_HEADS = 4  # heads listed per word (the page's "alternatives")
 DECIMALS = 4
@@ -58,7 +58,7 @@ def parsed_trees(pipeline: Pipeline, request: ProcessRequest, *, max_words: int)
     out = []
     for sentence, block, matrix in zip(parsed, annotated.blocks, marginals):
         heads = _top_heads(matrix)
-        out.append({"conllu": block, "svg": sentence_svg(_with_runner_up(block, heads)),
+        out.append({"conllu": block, "svg": sentence_svg(_runner_up_written(block, heads)),
                     "heads": heads})
     return {"sentences": out}
 
@@ -110,9 +110,15 @@ def _top_heads(matrix: torch.Tensor) -> dict[str, list[list]]:
     return top
 
 
-def _with_runner_up(block: str, heads: dict[str, list[list]]) -> str:
-    """``block`` with each word's most probable head other than the one written in MISC
-    (``AltHead``, ``AltHeadProb``): what :mod:`parser.view` draws as the runner-up."""
+def with_runner_up(block: str, matrix: torch.Tensor) -> str:
+    """``block`` (one sentence's CoNLL-U) with each word's most probable head other than the one
+    written in MISC (``AltHead``, ``AltHeadProb``), from ``matrix`` (``[dep, head]`` head
+    marginals, :func:`head_marginals`): what :mod:`parser.view` draws as the runner-up."""
+    return _runner_up_written(block, _top_heads(matrix))
+
+
+def _runner_up_written(block: str, heads: dict[str, list[list]]) -> str:
+    """:func:`with_runner_up` from the words' most probable heads (:func:`_top_heads`)."""
     lines = []
     for line in block.split("\n"):
         columns = line.split("\t")
