@@ -205,6 +205,40 @@ def test_folders_writable_by_others_are_refused(places, caplog):
     _falls_back(expected, caplog, "can be written by others (mode 770)")
 
 
+def test_a_folder_under_one_others_can_write_is_refused(places, caplog, monkeypatch):
+    cache, temporary, expected, _ = places
+    shared = cache.parent / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)  # anyone could rename the folders below it and put theirs instead
+    monkeypatch.setenv("PARSER_NATIVE_CACHE", str(shared / "native"))
+    os.chmod(temporary.parent, 0o777)
+    try:
+        _falls_back(expected, caplog, "above")
+        assert f"the folder {shared} above {shared / 'native'} can be written by others (mode 777, no sticky bit)" in caplog.text
+        assert not (shared / "native").exists() or not list((shared / "native").iterdir())
+        os.chmod(shared, 0o1777)  # sticky, as /tmp: others cannot rename what is not theirs
+        os.chmod(temporary.parent, 0o700)
+        native.native_library.cache_clear()
+        assert native.native_library() is not None
+        assert [p.name[:16] for p in (shared / "native").iterdir()] == ["decoders_native-"]
+    finally:
+        os.chmod(temporary.parent, 0o700)
+
+
+@as_root
+def test_a_folder_under_another_users_folder_is_refused(places, caplog, monkeypatch):
+    cache, temporary, expected, _ = places
+    theirs = cache.parent / "theirs"
+    theirs.mkdir(mode=0o755)
+    os.chown(theirs, 65534, 65534)
+    monkeypatch.setenv("PARSER_NATIVE_CACHE", str(theirs / "native"))
+    os.chown(temporary.parent, 65534, 65534)
+    try:
+        _falls_back(expected, caplog, "owned by uid 65534, not by this user")
+    finally:
+        os.chown(temporary.parent, os.getuid(), os.getgid())
+
+
 def test_a_refused_cache_folder_leaves_the_temporary_one(places, caplog):
     cache, temporary, _, _ = places
     cache.mkdir()

@@ -9,7 +9,9 @@ sources' digest so that a stale build is never reused, and loaded with ctypes. T
 in a folder of the current user that no one else can write (``$PARSER_NATIVE_CACHE``, else
 ``$XDG_CACHE_HOME/parser/native`` or ``~/.cache/parser/native``, else ``parser-native-<uid>`` in
 the temporary folder when that one cannot be used); a folder or library owned by another user or
-writable by others is refused, so that no one can plant code there. Where the library cannot be
+writable by others is refused, and so is a folder under one that someone else could rename (owned
+by another user than this one or root, or writable by others without the sticky bit), so that no
+one can plant code there. Where the library cannot be
 built or loaded (no sources, no compiler, a failed build, an unsafe folder), or with
 ``PARSER_NATIVE=0``, :func:`native_mst`, :func:`native_eisner`, :func:`native_punct` and
 :func:`native_viterbi` return None, said once in the log, and the pure-torch decoders (numpy for
@@ -116,6 +118,7 @@ def _built(target: Path) -> Path:
     file."""
     folder = target.parent
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _check_ancestors(folder)
     _check_private(folder, is_folder=True)
     if not os.path.lexists(target):
         compiler = _compiler()
@@ -156,6 +159,23 @@ def _check_private(path: Path, *, is_folder: bool) -> None:
     if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         raise _Unsafe(f"the {kind} {path} can be written by others (mode "
                         f"{stat.S_IMODE(info.st_mode):o}): refused (chmod go-w)")
+
+
+def _check_ancestors(folder: Path) -> None:
+    """Refuse ``folder`` when a folder above it (on its path as given and as resolved) could let
+    someone else swap it: owned by a user other than this one or root, or writable by others
+    without the sticky bit (which keeps them from renaming what is not theirs, as in /tmp)."""
+    if not hasattr(os, "getuid"):
+        return
+    given = Path(os.path.abspath(folder))
+    for parent in dict.fromkeys([*given.parents, *given.resolve().parents]):
+        info = os.stat(parent)
+        if info.st_uid not in (0, os.getuid()):
+            raise _Unsafe(f"the folder {parent} above {folder} is owned by uid {info.st_uid}, "
+                          f"not by this user (uid {os.getuid()}) or root: refused")
+        if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not info.st_mode & stat.S_ISVTX:
+            raise _Unsafe(f"the folder {parent} above {folder} can be written by others (mode "
+                          f"{stat.S_IMODE(info.st_mode):o}, no sticky bit): refused")
 
 
 def _declare(library: ctypes.CDLL) -> None:
