@@ -283,12 +283,13 @@ class ModelConfig:
     tag_loss_weight: float = 0.0
     # Token-level layers predicted beside the tree (parser.data.layers: xpos, feats, lemma, ...),
     # each a softmax head on the encoder states trained with the parser on the labeled batches,
-    # its loss weighted by layer_weights.<name> (default 1.0); at most layer_max_classes classes
+    # its loss weighted by layer_weights.<name>, else layer_weight; at most layer_max_classes classes
     # each (the most frequent; the others are never predicted, and the run says so). A layer
     # whose column is '_' on every training word is left out (one log line). [] here: a stored
     # config without the key (a checkpoint from before layers) predicts none; the biaffine model
     # group turns them on.
     layers: list[str] = field(default_factory=list)
+    layer_weight: float = 1.0
     layer_weights: dict[str, float] = field(default_factory=dict)
     layer_max_classes: int = 1000
     # Layers (of ``layers``) whose predicted class feeds the parser, as UDPipe 2's tags do: their

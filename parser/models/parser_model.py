@@ -108,9 +108,10 @@ class ParserModel(nn.Module):
     def __init__(self, scorer: nn.Module, *, labels: str, single_root: bool,
                  crf: str = "matrix_tree", tag_loss_weight: float = 0.0, own_tags: bool = False,
                  decoder: Decoder | None = None,
-                 layer_weights: Mapping[str, float] | None = None) -> None:
+                 layer_weights: Mapping[str, float] | None = None, layer_weight: float = 1.0) -> None:
         super().__init__()
-        self.layer_weights = dict(layer_weights or {})  # by layer name; 1.0 where not given
+        self.layer_weights = dict(layer_weights or {})  # by layer name; layer_weight where not given
+        self.layer_weight = float(layer_weight)
         self.tag_loss_weight = float(tag_loss_weight)
         self.own_tags = own_tags  # the head's tags everywhere, not only where the data has none
         self.scorer = scorer
@@ -153,7 +154,7 @@ class ParserModel(nn.Module):
                 auxiliary["tags"] = tag_loss
         if self.training and batch.layers:
             for name, scores in edge_scores.layers.items():
-                weight = float(self.layer_weights.get(name, 1.0))
+                weight = float(self.layer_weights.get(name, self.layer_weight))
                 if name in batch.layers and weight > 0:
                     auxiliary[name] = weight * layer_of(name).loss(scores, batch.layers[name])
         return TaggedOutput(dist=out.dist, label_scores=out.label_scores, label_at=out.label_at, upos=upos,
@@ -276,9 +277,15 @@ def build_parser(
     if unknown:
         raise ValueError(f"model.layer_weights names {unknown}, not in model.layers "
                          f"{list(_layer_names(cfg))}")
+    negative = {k: v for k, v in {"model.layer_weight": _get(cfg, "layer_weight", 1.0),
+                                  **{f"model.layer_weights.{k}": v for k, v in weights.items()}}.items()
+                if float(v) < 0}
+    if negative:
+        raise ValueError(f"a layer's loss weight must be >= 0 (0 trains no head): got {negative}")
     return ParserModel(scorer, labels=labels, single_root=cfg.single_root, crf=cfg.crf,
                        tag_loss_weight=tag_loss_weight, own_tags=upos_input is not UposInput.gold,
-                       decoder=decoder, layer_weights=weights)
+                       decoder=decoder, layer_weights=weights,
+                       layer_weight=float(_get(cfg, "layer_weight", 1.0)))
 
 
 def check_layer_inputs(cfg: ModelConfig | Mapping[str, Any]) -> list[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 
 import conllu
+import pytest
 import torch
 
 from parser import Pipeline
@@ -65,12 +66,23 @@ def test_the_layer_losses_are_part_of_the_training_loss(morph_files, tmp_path):
     trainer.model.train()
     out = trainer.model(batch)
     assert set(out.auxiliary) == {"xpos", "feats", "lemma"}
-    gold = batch.layers["lemma"]
-    expected = 0.5 * torch.nn.functional.cross_entropy(out.layer_scores["lemma"][gold >= 3],
-                                                       gold[gold >= 3])
-    torch.testing.assert_close(out.auxiliary["lemma"], expected)
+    # lemma at its own weight, the others at the model group's layer_weight (0.1)
+    assert trainer.cfg.model.layer_weight == 0.1
+    for name, weight in (("lemma", 0.5), ("xpos", 0.1), ("feats", 0.1)):
+        gold = batch.layers[name]
+        expected = weight * torch.nn.functional.cross_entropy(out.layer_scores[name][gold >= 3],
+                                                              gold[gold >= 3])
+        torch.testing.assert_close(out.auxiliary[name], expected)
     result = trainer.task.objective(out, batch, step=0)
     assert {"xpos/loss", "feats/loss", "lemma/loss"} <= set(result.logs)
+
+
+def test_a_negative_layer_weight_is_refused(morph_files, tmp_path):
+    train, dev = morph_files
+    for override in ("model.layer_weight=-1", "+model.layer_weights.xpos=-0.5"):
+        with pytest.raises(ValueError, match="loss weight must be >= 0"):
+            Trainer(tiny_config(f"data.train_file={train}", f"data.dev_file={dev}", override),
+                    run_dir=tmp_path / override[-2:])
 
 
 def test_every_prediction_path_fills_the_columns(layered_checkpoint, morph_files, tmp_path):

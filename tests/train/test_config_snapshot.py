@@ -52,6 +52,7 @@ NEW_KEYS = ("family", "data.unlabeled_split", "data.short_max_length", "data.dev
             "data.max_sentence_words", "data.unlabeled_size",
             # token-level layers (issue 45): the published runs predicted no LEMMA/XPOS/FEATS
             "model.layers", "model.layer_weights", "model.layer_max_classes",
+            "model.layer_weight",  # every layer's loss weight (issue 62; the model group's 0.1)
             "data.partial_trees",  # annotation files back into training (docs/annotation.md)
             "data.annotated_columns",  # an annotation file's token columns (issue 60; default none)
             "model.init",  # warm start from a checkpoint (active learning's rounds)
