@@ -62,7 +62,7 @@ def test_ours_runs_are_parser_train_pipeline_with_a_recipe_file(tmp_path):
     base = fsv.base_recipe("release_cpu")
     recipe = jobs["ours-spacy-s3"].recipe
     assert recipe["tokenizer"] == [*base["tokenizer"], "trainer.seed=3"]
-    assert recipe["parser"] == [*base["parser"], "trainer.seed=3",
+    assert recipe["parser"] == [*base["parser"], "trainer.seed=3", "model.layer_weight=1",
                                 f"model.vectors.path={out / 'vectors-spacy' / 'fr_core_news_md.vec'}",
                                 "model.vectors.max_rows=50000"]
     assert not any("vectors" in o for o in jobs["ours-none-s3"].recipe["parser"])
