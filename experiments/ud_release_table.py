@@ -3,6 +3,9 @@ UDPipe 1's (``experiments/udpipe_release.py``), UDPipe 2's published figures and
 shared task's best LAS.
 
     PYTHONPATH=. python experiments/ud_release_table.py --sweep $RUNS/release --udpipe $RUNS/udpipe
+    # UDPipe 1's figures read back from an earlier table (its runs' folder gone)
+    PYTHONPATH=. python experiments/ud_release_table.py --sweep $RUNS/release \\
+        --udpipe experiments/results/ud_release_layers.md
     # and two recipes against each other: this sweep - another one (with its rescored folder)
     PYTHONPATH=. python experiments/ud_release_table.py --sweep $RUNS/lean --udpipe $RUNS/udpipe \
         --against $RUNS/release --against-rescored $RUNS/rescored --against-name release_cpu
@@ -66,6 +69,44 @@ def read_json(folder: Path, pattern: str) -> list[dict]:
     return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.glob(pattern))]
 
 
+def udpipe_results(source: Path) -> list[dict]:
+    """UDPipe 1's results: ``udpipe_release.py``'s folder of jsons, or a results file this
+    script wrote (its columns ``<metric> UDPipe 1``, ``UDPipe 1 raw LAS`` and ``UDPipe 1
+    gold-token LAS`` read back; Tokens, Sentences and Words are in no such column), for a table
+    re-made after the UDPipe 1 runs' folder is gone.
+
+    >>> import tempfile
+    >>> md = Path(tempfile.mkdtemp()) / "t.md"
+    >>> _ = md.write_text("| treebank | train sentences | UPOS ours | UPOS UDPipe 1 |\\n| --- | ---: | ---: | ---: |\\n"
+    ...                   "| xx_a | 10 | 90.00 | 88.50 |\\n| macro average (1) |  | 90.00 | 88.50 |\\n\\n"
+    ...                   "| treebank | UDPipe 1 gold-token LAS |\\n| --- | ---: |\\n| xx_a | 61.25 |\\n")
+    >>> udpipe_results(md)
+    [{'code': 'xx_a', 'raw': {'UPOS': 88.5}, 'gold_tokens': {'LAS': 61.25}}]
+    """
+    if source.is_dir():
+        return read_json(source, "*.json")
+    rows: dict[str, dict] = {}
+    header: list[str] = []
+    for line in source.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("|") else []
+        if not cells:
+            header = []
+        elif cells[0] == "treebank":
+            header = cells
+        elif header and cells[0] and not cells[0].startswith(("---", "macro")):
+            row = rows.setdefault(cells[0], {"code": cells[0], "raw": {}, "gold_tokens": {}})
+            for name, value in zip(header, cells, strict=False):
+                if not value:
+                    continue
+                if name == "UDPipe 1 raw LAS":
+                    row["raw"]["LAS"] = float(value)
+                elif name == "UDPipe 1 gold-token LAS":
+                    row["gold_tokens"]["LAS"] = float(value)
+                elif name.endswith(" UDPipe 1") and " " not in name[:-len(" UDPipe 1")]:
+                    row["raw"][name[:-len(" UDPipe 1")]] = float(value)
+    return list(rows.values())
+
+
 def rescored(results: list[dict], folder: Path | None) -> list[dict]:
     """``results`` with the raw-text F1 of ``<folder>/<code>-eval/<code>-test.raw.metrics.json``
     (``parser-evaluate pipeline=... output=<folder>/<code>-eval``) where there is one: the same
@@ -115,7 +156,7 @@ def against_table(sweeps: list[Path], other: list[Path], *, rescore: Path | None
 
 def table(sweeps: list[Path], udpipe: Path, rescore: Path | None = None) -> str:
     ours = sweep_results(sweeps, rescore)
-    baseline = {r["code"]: r for r in read_json(udpipe, "*.json") if "skipped" not in r}
+    baseline = {r["code"]: r for r in udpipe_results(udpipe) if "skipped" not in r}
     codes = [r["treebank"] for r in ours]
     extra = {
         "UDPipe 1 raw LAS": {c: baseline[c]["raw"]["LAS"] for c in codes if c in baseline},
@@ -149,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sweep", type=Path, nargs="+", required=True,
                         help="parser-release's output= (one or more sweeps)")
-    parser.add_argument("--udpipe", type=Path, required=True, help="udpipe_release.py's --out")
+    parser.add_argument("--udpipe", type=Path, required=True,
+                        help="udpipe_release.py's --out, or a results file this script wrote")
     parser.add_argument("--rescored", type=Path, default=None,
                         help="a folder of <code>-eval/ parser-evaluate outputs replacing the "
                              "sweep's raw-text scores of those treebanks")

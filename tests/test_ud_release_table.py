@@ -186,3 +186,33 @@ def test_two_recipes_are_compared_treebank_by_treebank_with_their_parser_minutes
     assert _cells(differences, "hu_szeged")[1:] == ["+1.00"] * 7  # UPOS ... BLEX, ours - theirs
     assert _cells(differences, "macro average, >= 400 training sentences (1)")[1:] == ["+1.00"] * 7
     assert _cells(minutes, "kk_ktb") == ["10.0", "25.0"]
+
+
+def test_udpipe_figures_read_back_from_a_table_it_wrote(tmp_path):
+    """A table re-made after UDPipe 1's run folder is gone reads its figures from the results file
+    (every ``<metric> UDPipe 1`` column, the raw and gold-token LAS of the first table), and makes
+    the same comparison as from the jsons."""
+    sweep, udpipe = tmp_path / "sweep", tmp_path / "udpipe"
+    results = [_ours("hu_szeged", 910, _every_metric(60.0))]
+    baseline = {"code": "hu_szeged", "train_seconds": 1, "raw": _every_metric(50.0),
+                "gold_tokens": {m: 55.0 for m in METRICS[3:]}}
+    (sweep / "hu_szeged").mkdir(parents=True)
+    (sweep / "hu_szeged" / "result.json").write_text(json.dumps(results[0]))
+    udpipe.mkdir()
+    (udpipe / "hu_szeged.json").write_text(json.dumps(baseline))
+    written = tmp_path / "table.md"
+    written.write_text(ud_release_table.table([sweep], udpipe))
+    [read] = ud_release_table.udpipe_results(written)
+    # every metric but the segmentation ones (no UDPipe 1 column for them), the gold-token LAS
+    assert read["raw"] == {m: v for m, v in baseline["raw"].items()
+                           if m not in ("Tokens", "Sentences", "Words")}
+    assert read["gold_tokens"] == {"LAS": 55.0}
+    again = ud_release_table.table([sweep], written)
+    assert again.split("\n\n")[3:] == written.read_text().split("\n\n")[3:]
+
+
+def test_the_committed_release_table_reads_back():
+    rows = {r["code"]: r for r in ud_release_table.udpipe_results(
+        REPO / "experiments" / "results" / "ud_release_layers.md")}
+    assert set(rows) == {"hu_szeged", "ta_ttb", "af_afribooms", "el_gdt", "kk_ktb", "mr_ufal", "mt_mudt"}
+    assert rows["mt_mudt"]["raw"]["MLAS"] == 55.70 and rows["el_gdt"]["gold_tokens"]["LAS"] == 80.34
