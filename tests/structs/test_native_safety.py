@@ -239,6 +239,20 @@ def test_a_folder_under_another_users_folder_is_refused(places, caplog, monkeypa
         os.chown(temporary.parent, os.getuid(), os.getgid())
 
 
+def test_missing_folders_are_made_private_whatever_the_umask(places, monkeypatch):
+    cache, _, _, _ = places
+    deep = cache / "parser" / "native"
+    monkeypatch.setenv("PARSER_NATIVE_CACHE", str(deep))
+    old = os.umask(0o002)  # a group-writable default, as with user private groups
+    try:
+        assert native.native_library() is not None
+    finally:
+        os.umask(old)
+    assert [p.name[:16] for p in deep.iterdir()] == ["decoders_native-"]  # no fallback
+    for folder in (cache, cache / "parser", deep):
+        assert os.stat(folder).st_mode & 0o777 == 0o700, folder
+
+
 def test_a_refused_cache_folder_leaves_the_temporary_one(places, caplog):
     cache, temporary, _, _ = places
     cache.mkdir()

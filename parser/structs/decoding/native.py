@@ -117,7 +117,9 @@ def _built(target: Path) -> Path:
     built beside its final name, then renamed, so that a concurrent process never loads half a
     file."""
     folder = target.parent
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _check_ancestors(folder)  # before anything is made under a folder someone else could rename
+    for missing in reversed([f for f in (folder, *folder.parents) if not f.exists()]):
+        missing.mkdir(mode=0o700, exist_ok=True)  # private at every level, whatever the umask
     _check_ancestors(folder)
     _check_private(folder, is_folder=True)
     if not os.path.lexists(target):
@@ -169,6 +171,8 @@ def _check_ancestors(folder: Path) -> None:
         return
     given = Path(os.path.abspath(folder))
     for parent in dict.fromkeys([*given.parents, *given.resolve().parents]):
+        if not parent.exists():  # made private by the caller
+            continue
         info = os.stat(parent)
         if info.st_uid not in (0, os.getuid()):
             raise _Unsafe(f"the folder {parent} above {folder} is owned by uid {info.st_uid}, "
