@@ -277,15 +277,14 @@ def build_parser(
     if unknown:
         raise ValueError(f"model.layer_weights names {unknown}, not in model.layers "
                          f"{list(_layer_names(cfg))}")
-    negative = {k: v for k, v in {"model.layer_weight": _get(cfg, "layer_weight", 1.0),
-                                  **{f"model.layer_weights.{k}": v for k, v in weights.items()}}.items()
-                if float(v) < 0}
-    if negative:
-        raise ValueError(f"a layer's loss weight must be >= 0 (0 trains no head): got {negative}")
+    layer_weight = float(_get(cfg, "layer_weight", 1.0))
+    given = {"model.layer_weight": layer_weight,
+             **{f"model.layer_weights.{name}": float(w) for name, w in weights.items()}}
+    if any(w < 0 for w in given.values()):
+        raise ValueError(f"a layer's loss weight must be >= 0 (0 trains no head): got {given}")
     return ParserModel(scorer, labels=labels, single_root=cfg.single_root, crf=cfg.crf,
                        tag_loss_weight=tag_loss_weight, own_tags=upos_input is not UposInput.gold,
-                       decoder=decoder, layer_weights=weights,
-                       layer_weight=float(_get(cfg, "layer_weight", 1.0)))
+                       decoder=decoder, layer_weights=weights, layer_weight=layer_weight)
 
 
 def check_layer_inputs(cfg: ModelConfig | Mapping[str, Any]) -> list[str]:
