@@ -31,6 +31,7 @@ import json
 import sys
 from pathlib import Path
 
+from parser.eval.official import METRICS
 from parser.eval.release_table import comparison_tables, difference_table, release_table
 
 # treebank -> (best raw-text LAS F1, team)
@@ -102,8 +103,8 @@ def udpipe_results(source: Path) -> list[dict]:
                     row["raw"]["LAS"] = float(value)
                 elif name == "UDPipe 1 gold-token LAS":
                     row["gold_tokens"]["LAS"] = float(value)
-                elif name.endswith(" UDPipe 1") and " " not in name[:-len(" UDPipe 1")]:
-                    row["raw"][name[:-len(" UDPipe 1")]] = float(value)
+                elif name.endswith(" UDPipe 1") and name[:-9] in METRICS:  # not "LAS, ours - UDPipe 1"
+                    row["raw"][name[:-9]] = float(value)
     return list(rows.values())
 
 

@@ -207,8 +207,7 @@ def test_udpipe_figures_read_back_from_a_table_it_wrote(tmp_path):
     assert read["raw"] == {m: v for m, v in baseline["raw"].items()
                            if m not in ("Tokens", "Sentences", "Words")}
     assert read["gold_tokens"] == {"LAS": 55.0}
-    again = ud_release_table.table([sweep], written)
-    assert again.split("\n\n")[3:] == written.read_text().split("\n\n")[3:]
+    assert ud_release_table.table([sweep], written) == written.read_text()
 
 
 def test_the_committed_release_table_reads_back():
