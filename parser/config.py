@@ -292,7 +292,8 @@ class ModelConfig:
     layer_weight: float = 1.0
     layer_weights: dict[str, float] = field(default_factory=dict)
     layer_max_classes: int = 1000
-    # Layers (of ``layers``) whose predicted class feeds the parser, as UDPipe 2's tags do: their
+    # Layers (of ``layers``, and ``upos``: the UPOS head, with upos_input=predicted and
+    # tag_loss_weight > 0) whose predicted class feeds the parser, as UDPipe 2's tags do: their
     # heads read the first BiLSTM layer's states, and the embeddings (upos_dim wide) of their
     # argmax classes (never the data's column, in training as in prediction) join those states
     # as the input of the BiLSTM layers above, which the arc and label MLPs read (docs/layout.md,

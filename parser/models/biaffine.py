@@ -10,6 +10,7 @@ from torch import Tensor, nn
 
 from parser.data.batch import Batch
 from parser.data.layers import layer_of
+from parser.data.vocab import N_SPECIAL, PAD, ROOT, UNK
 from parser.models.char_encoder import CharLSTM
 from parser.models.checks import check_batch
 from parser.models.edge_scores import EdgeScores
@@ -25,7 +26,7 @@ from parser.models.layers import (
 from parser.models.transformer import TransformerEncoder
 from parser.models.word_vectors import WordVectors
 
-PAD, UNK, ROOT = 0, 1, 2  # ids in every vocabulary (the data layer's convention)
+UPOS_FED = "upos"  # model.layer_inputs' name of the UPOS head (not a token-level layer)
 
 
 class BiaffineScorer(nn.Module):
@@ -51,11 +52,11 @@ class BiaffineScorer(nn.Module):
     ``conv_depth``, ``conv_kernel``, ``conv_dilation``) replace the BiLSTM (``lstm_*`` are not read). ``n_tags`` > 0
     adds a UPOS head on the same states (``EdgeScores.tags``); ``layer_sizes`` (layer name ->
     number of classes) a head per token-level layer (:mod:`parser.data.layers`,
-    ``EdgeScores.layers``). ``layer_inputs`` (``model.layer_inputs``, names of ``layer_sizes``)
-    splits the BiLSTM after its first layer: those layers' heads read the first layer's states,
+    ``EdgeScores.layers``). ``layer_inputs`` (``model.layer_inputs``, names of ``layer_sizes``, and
+    ``upos`` for the UPOS head) splits the BiLSTM after its first layer: those heads read its states,
     and the embeddings (``upos_dim`` wide) of their argmax classes, detached, join those states as
-    the input of the ``lstm_layers - 1`` layers above, which the MLPs, the UPOS head and the other
-    layers' heads read (UDPipe 2's tags fed to the parser; never the batch's column).
+    the input of the ``lstm_layers - 1`` layers above, which the MLPs and the heads not fed read
+    (UDPipe 2's tags fed to the parser; never the batch's column).
 
     ``vectors`` (``model.vectors``; its ``path`` null: none) adds pretrained word vectors
     (:class:`~parser.models.word_vectors.WordVectors`, ``n_vectors`` rows of ``vector_dim``,
@@ -136,10 +137,11 @@ class BiaffineScorer(nn.Module):
                       "arc_mlp": arc_mlp, "rel_mlp": rel_mlp, "dropout": dropout, "n_tags": n_tags}
         self.layer_sizes = dict(layer_sizes or {})
         self.layer_inputs = tuple(str(name) for name in layer_inputs)
-        unknown = [name for name in self.layer_inputs if name not in self.layer_sizes]
+        heads = [*self.layer_sizes, *(["upos"] if n_tags > 0 else [])]
+        unknown = [name for name in self.layer_inputs if name not in heads]
         if unknown:
             raise ValueError(f"model.layer_inputs {unknown}: the scorer has no head for them "
-                             f"(its layers: {sorted(self.layer_sizes)})")
+                             f"(its heads: {sorted(heads)})")
         if self.layer_inputs and (self.convolutions is not None or lstm_layers < 2):
             where = ("model/encoder=cnn has no BiLSTM" if self.convolutions is not None else
                      f"the BiLSTM has {lstm_layers} layer(s)" + (
@@ -192,8 +194,9 @@ class BiaffineScorer(nn.Module):
         elif self.layer_inputs:
             n_lower = 2 * z["lstm_hidden"]
             self.lower_lstm = BiLSTM(n_input, z["lstm_hidden"], num_layers=1, dropout=dropout)
+            classes = {**self.layer_sizes, "upos": z["n_tags"]}
             self.tag_inputs = nn.ModuleDict({
-                name: nn.Embedding(self.layer_sizes[name], z["upos_dim"], padding_idx=0)
+                name: nn.Embedding(classes[name], z["upos_dim"], padding_idx=0)
                 for name in self.layer_inputs})
             self.lstm = BiLSTM(n_lower + len(self.layer_inputs) * z["upos_dim"], z["lstm_hidden"],
                                num_layers=z["lstm_layers"] - 1, dropout=dropout)
@@ -260,7 +263,8 @@ class BiaffineScorer(nn.Module):
                 labels = self.rel(rel_dep, rel_head)
             else:
                 label_at = self.rel.at(rel_dep, rel_head)
-        tags = self.tagger(states) if self.tagger is not None else None
+        tags = (fed.pop(UPOS_FED) if UPOS_FED in fed else
+                self.tagger(states) if self.tagger is not None else None)
         # Prediction reads a few classes of each word through the layers' dictionaries: computed there.
         lazy = not (self.training or torch.is_grad_enabled())
         columns = {name: fed[name] if name in fed else LinearScores(head, states) if lazy else head(states)
@@ -277,8 +281,13 @@ class BiaffineScorer(nn.Module):
         lower = self.lstm_dropout(lower)
         parts, scores = [lower], {}
         for name, embed in self.tag_inputs.items():
-            scores[name] = self.layer_heads[name](lower)
-            ids = torch.where(present, layer_of(name).predict(scores[name].detach()), PAD)
+            if name == UPOS_FED:
+                scores[name] = self.tagger(lower)
+                best = scores[name].detach()[..., N_SPECIAL:].argmax(-1) + N_SPECIAL
+            else:
+                scores[name] = self.layer_heads[name](lower)
+                best = layer_of(name).predict(scores[name].detach())
+            ids = torch.where(present, best, PAD)
             ids[:, 0] = ROOT
             parts.append(self.input_dropout(embed(ids)))
         return torch.cat(parts, dim=-1), scores

@@ -25,6 +25,7 @@ from parser.constraints.spec import UPOS_TAGS
 from parser.data.batch import Batch
 from parser.data.layers import layer_of
 from parser.data.vocab import ROOT, UNK, Vocab
+from parser.models.biaffine import UPOS_FED
 from parser.models.build import build_scorer, scorer_options
 from parser.models.char_encoder import CharLSTM
 from parser.models.decoder import Decoder
@@ -228,7 +229,8 @@ def build_parser(
         options["use_upos"] = bool(options.get("use_upos", True)) and upos_input is UposInput.gold
         options["n_tags"] = sizes["upos"] if tag_loss_weight > 0 else 0
         options["layer_sizes"] = dict(layer_sizes or {})
-        options["layer_inputs"] = [name for name in fed if name in options["layer_sizes"]]
+        options["layer_inputs"] = [name for name in fed
+                                   if name in options["layer_sizes"] or name == UPOS_FED]
         if len(options["layer_inputs"]) < len(fed):
             log.warning("model.layer_inputs: %s not predicted (no classes in the vocabularies: the "
                         "column is '_' on every training word, or a model from before layers), "
@@ -288,19 +290,27 @@ def build_parser(
 
 
 def check_layer_inputs(cfg: ModelConfig | Mapping[str, Any]) -> list[str]:
-    """The names of ``cfg.layer_inputs`` (the layers whose predicted classes feed the parser),
+    """The names of ``cfg.layer_inputs`` (the heads whose predicted classes feed the parser),
     checked against the rest of the model config before any data is read: each must be one of
-    ``cfg.layers`` (ValueError), and the scorer must have the BiLSTM they feed (a biaffine scorer
+    ``cfg.layers`` or ``upos``, the parser's own UPOS head, which needs ``model.upos_input=
+    predicted`` (ValueError), and the scorer must have the BiLSTM they feed (a biaffine scorer
     with at least 2 BiLSTM layers: NotImplementedError for the log-linear scorer, ``model.encoder=
     cnn`` and a transformer without ``model.encoder.lstm_layers`` >= 2)."""
     names = [str(name) for name in (_get(cfg, "layer_inputs", None) or [])]
     if not names:
         return []
     layers = _layer_names(cfg)
-    outside = [name for name in names if name not in layers]
+    outside = [name for name in names if name not in (*layers, UPOS_FED)]
     if outside or len(set(names)) < len(names):
-        raise ValueError(f"model.layer_inputs={names}: each must be one of model.layers {layers}, "
-                         "once" + (f" ({outside} not)" if outside else ""))
+        raise ValueError(f"model.layer_inputs={names}: each must be one of model.layers {layers} "
+                         f"or {UPOS_FED}, once" + (f" ({outside} not)" if outside else ""))
+    own_tags = (UposInput(_get(cfg, "upos_input", UposInput.gold)) is UposInput.predicted
+                and float(_get(cfg, "tag_loss_weight", 0.0)) > 0)
+    if UPOS_FED in names and not own_tags:
+        raise ValueError(f"model.layer_inputs={names}: {UPOS_FED} feeds the parser's own UPOS "
+                         "head's tags, which needs model.upos_input=predicted and "
+                         "model.tag_loss_weight > 0 (with gold UPOS read as input there is "
+                         "nothing to feed)")
     kind = ScorerKind(_get(cfg, "kind", ScorerKind.biaffine)).value
     if kind != ScorerKind.biaffine.value:
         raise NotImplementedError(f"model.layer_inputs with model.kind={kind}: the predicted tags "

@@ -1,4 +1,4 @@
-"""``model.layer_inputs``: the predicted XPOS/FEATS classes embedded into the parser's input
+"""``model.layer_inputs``: the predicted UPOS/XPOS/FEATS classes embedded into the parser's input
 (UDPipe 2's design; docs/layout.md, "Tags fed to the parser"). The heads of the fed layers read
 the first BiLSTM layer; the embeddings of their argmax classes join its states as the input of the
 layers above. The tags fed are the model's own in training as in prediction: never the batch's
@@ -6,6 +6,7 @@ gold classes, never the input file's columns."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 
 import pytest
@@ -25,12 +26,13 @@ from tests.layers.helpers import train_layers
 from tests.models.test_transformer_encoder import WORDS, sentence, transformer_config
 from tests.train.helpers import tiny_config
 
-FED = ("model.lstm_layers=2", "model.layers=[xpos,feats,lemma]", "model.layer_inputs=[xpos,feats]")
+FED = ("model.lstm_layers=2", "model.layers=[xpos,feats,lemma]", "model.upos_input=predicted",
+       "model.tag_loss_weight=1", "model.layer_inputs=[upos,xpos,feats]")
 
 
 @pytest.fixture(scope="module")
 def fed_checkpoint(tmp_path_factory, morph_files):
-    """A tiny parser whose XPOS and FEATS feed its upper BiLSTM layer: trained, checkpointed."""
+    """A tiny parser whose UPOS, XPOS and FEATS feed its upper BiLSTM layer: trained, checkpointed."""
     train, dev = morph_files
     return train_layers(tmp_path_factory.mktemp("fed"), train, dev, *FED, steps=40)
 
@@ -56,9 +58,20 @@ def test_without_the_option_the_modules_are_the_old_ones():
     assert fed.scorer.lstm.input_size == 2 * 8 + 4 and list(fed.scorer.tag_inputs) == ["xpos"]
 
 
+def test_the_upos_head_is_fed_from_the_first_layer():
+    own = ("layers=[xpos]", "upos_input=predicted", "tag_loss_weight=1")
+    plain, fed = _model(*own), _model(*own, "layer_inputs=[upos]")
+    assert fed.scorer.tagger.in_features == plain.scorer.tagger.in_features == 2 * 8
+    assert list(fed.scorer.tag_inputs) == ["upos"] and fed.scorer.tag_inputs["upos"].num_embeddings == 10
+    assert fed.scorer.lstm.input_size == 2 * 8 + 4
+
+
 @pytest.mark.parametrize(("overrides", "error", "message"), [
     (["layers=[xpos]", "layer_inputs=[feats]"], ValueError, r"model.layer_inputs.*\['feats'\] not"),
     (["layers=[xpos]", "layer_inputs=[xpos,xpos]"], ValueError, "once"),
+    (["layers=[xpos]", "layer_inputs=[upos]"], ValueError, "model.upos_input=predicted"),
+    (["layers=[xpos]", "layer_inputs=[upos]", "upos_input=predicted", "tag_loss_weight=0"],
+     ValueError, "model.tag_loss_weight > 0"),
     (["layers=[xpos]", "layer_inputs=[xpos]", "lstm_layers=1"], NotImplementedError,
      "model.lstm_layers=1"),
     (["layers=[xpos]", "layer_inputs=[xpos]", "encoder.kind=cnn"], NotImplementedError,
@@ -109,33 +122,37 @@ def test_training_embeds_the_heads_argmax_not_the_gold_classes(fed_checkpoint, m
     model.train()
     torch.manual_seed(0)
     first, out = _fed_ids(model, batch, grad=True)
-    assert set(first) == {"xpos", "feats"} and "xpos" in out.auxiliary
+    assert set(first) == {"upos", "xpos", "feats"} and {"tags", "xpos"} <= set(out.auxiliary)
+    golds = {}
     for name, ids in first.items():
         # gold classes that disagree with the head everywhere: the input does not move
-        head = out.layer_scores[name]
+        head = out.tag_scores if name == "upos" else out.layer_scores[name]
         best = head[..., 3:].argmax(-1) + 3
         words = batch.word_mask
         assert torch.equal(ids[words], best[words]) and (ids[:, 0] == 2).all()
         assert (ids[~words & (torch.arange(ids.shape[1]) > 0)] == 0).all()
-        wrong = batch.layers[name].clone()
+        wrong = (batch.upos if name == "upos" else batch.layers[name]).clone()
         wrong[words] = torch.where(best[words] == 3, 4, 3)
-        batch.layers[name] = wrong
+        golds[name] = wrong
+    batch = dataclasses.replace(batch, upos=golds.pop("upos"), layers={**batch.layers, **golds})
     torch.manual_seed(0)
     second, _ = _fed_ids(model, batch, grad=True)
     for name in first:
+        gold = batch.upos if name == "upos" else batch.layers[name]
         assert torch.equal(first[name], second[name])
-        assert not torch.equal(second[name][batch.word_mask], batch.layers[name][batch.word_mask])
+        assert not torch.equal(second[name][batch.word_mask], gold[batch.word_mask])
 
 
-def test_prediction_never_reads_the_inputs_xpos_and_feats(fed_checkpoint, morph_files, tmp_path):
+def test_prediction_never_reads_the_inputs_upos_xpos_and_feats(fed_checkpoint, morph_files, tmp_path):
     dev = morph_files[1]
     lines = dev.read_text(encoding="utf-8").split("\n")
     blank, garbage = [], []
     for k, line in enumerate(lines):
         cols = line.split("\t")
         if len(cols) == 10 and cols[0].isdigit():
-            blank.append("\t".join(cols[:4] + ["_", "_"] + cols[6:]))
-            garbage.append("\t".join(cols[:4] + [f"X{k}", f"Junk=Yes{k % 3}"] + cols[6:]))
+            blank.append("\t".join(cols[:3] + ["_", "_", "_"] + cols[6:]))
+            garbage.append("\t".join(cols[:3] + [("NOUN", "X")[k % 2], f"X{k}", f"Junk=Yes{k % 3}"]
+                                      + cols[6:]))
         else:
             blank.append(line)
             garbage.append(line)
@@ -151,14 +168,16 @@ def test_prediction_never_reads_the_inputs_xpos_and_feats(fed_checkpoint, morph_
 
 def test_it_trains_checkpoints_reloads_and_predicts(fed_checkpoint, morph_files, tmp_path):
     model, vocabs, cfg = load_parser(fed_checkpoint)
-    assert list(cfg["model"]["layer_inputs"]) == ["xpos", "feats"]
-    assert model.scorer.lower_lstm is not None and list(model.scorer.tag_inputs) == ["xpos", "feats"]
+    assert list(cfg["model"]["layer_inputs"]) == ["upos", "xpos", "feats"]
+    assert model.scorer.lower_lstm is not None
+    assert list(model.scorer.tag_inputs) == ["upos", "xpos", "feats"]
     batch = collate(encode_all(read_conllu(morph_files[1]).sentences, vocabs), labeled=False)
     model.eval()
     seen, out = _fed_ids(model, batch, grad=False)
     for name, ids in seen.items():  # prediction feeds the same argmax (no dictionary)
         words = batch.word_mask
-        assert torch.equal(ids[words], (out.layer_scores[name][..., 3:].argmax(-1) + 3)[words])
+        head = out.tag_scores if name == "upos" else out.layer_scores[name]
+        assert torch.equal(ids[words], (head[..., 3:].argmax(-1) + 3)[words])
     out_file = tmp_path / "pred.conllu"
     assert predict_main([f"checkpoint={fed_checkpoint}", f"input={morph_files[1]}",
                          f"output={out_file}"]) == 0
