@@ -184,9 +184,12 @@ def plan(args: argparse.Namespace, root: Path) -> list[Job]:
             deps = {"none": [], "spacy": ["vectors-spacy"],
                     "learned": [f"vectors-learned-s{seed}"]}[arm]
             share = None
-            if arm != "none" and args.share_tokenizer and "none" in arms:
-                share = f"ours-none-s{seed}"
-                deps = [*deps, share]
+            if arm != "none" and args.share_tokenizer:
+                if "none" in arms:
+                    share = f"ours-none-s{seed}"
+                    deps = [*deps, share]
+                elif (out / f"ours-none-s{seed}" / "done.json").is_file():  # run before
+                    share = f"ours-none-s{seed}"
             jobs.append(Job(name, "ours", [[
                 *_tool("parser-train-pipeline", "parser.cli.train_pipeline"), f"treebank={TREEBANK}",
                 f"root={root}", f"recipe={recipe_path}", f"output={out / name / 'run'}"]],

@@ -21,7 +21,7 @@ _SPEC.loader.exec_module(fsv)
 
 def _plan(tmp_path: Path, *extra: str) -> dict:
     gsd = tmp_path / "fr_gsd"
-    gsd.mkdir(parents=True)
+    gsd.mkdir(parents=True, exist_ok=True)
     for split in ("dev", "test"):
         (gsd / f"fr_gsd-ud-{split}.conllu").write_text("")
     args = fsv.arguments(["--out", str(tmp_path / "out"), "--unlabeled", str(gsd), *extra])
@@ -48,6 +48,13 @@ def test_every_arm_and_seed_is_a_run_with_its_dependencies(tmp_path):
     alone = _plan(tmp_path / "b", "--arms", "spacy", "--no-share-tokenizer", "--seeds", "7")
     assert set(alone) == {"vectors-spacy", "ours-spacy-s7"}
     assert alone["ours-spacy-s7"].deps == ["vectors-spacy"]
+    later = _plan(tmp_path / "c", "--arms", "learned", "--seeds", "4", "5")
+    assert later["ours-learned-s4"].share_tokenizer_from is None  # no none run of seed 4
+    (tmp_path / "c" / "out" / "ours-none-s5").mkdir(parents=True)
+    (tmp_path / "c" / "out" / "ours-none-s5" / "done.json").write_text("{}")
+    later = _plan(tmp_path / "c", "--arms", "learned", "--seeds", "4", "5")
+    assert later["ours-learned-s5"].share_tokenizer_from == "ours-none-s5"  # finished before
+    assert later["ours-learned-s5"].deps == ["vectors-learned-s5"]
 
 
 def test_ours_runs_are_parser_train_pipeline_with_a_recipe_file(tmp_path):
