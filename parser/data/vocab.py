@@ -24,7 +24,7 @@ from parser.data.form_table import FormTable
 if TYPE_CHECKING:  # the layers import this module (Vocab): their type only
     from parser.data.layers.base import TokenLayer
 
-__all__ = ["N_SPECIAL", "PAD", "ROOT", "UNK", "Vocab", "Vocabularies"]
+__all__ = ["N_SPECIAL", "PAD", "ROOT", "SPECIALS", "UNK", "Vocab", "Vocabularies"]
 
 PAD, UNK, ROOT = 0, 1, 2
 N_SPECIAL = 3

@@ -56,7 +56,8 @@ def parser_from_state(state: dict, *, where: str) -> tuple[ParserModel, Vocabula
     if model_cfg.encoder.kind == EncoderKind.bilstm and _claims_more(model_cfg, vocabs, state["model"]):
         check_model_memory(model_cfg, vocabs, where=where)
     model = build_parser(model_cfg, vocabs.sizes(), upos=vocabs.upos, chars=vocabs.chars,
-                         rels=vocabs.rels, layer_sizes=vocabs.layer_sizes())
+                         rels=vocabs.rels, layer_sizes=vocabs.layer_sizes(),
+                         layer_vocabs=vocabs.layers)
     model.load_state_dict(state["model"])
     calibration = state.get("calibration") or {}
     model.decoder = replace(model.decoder,
@@ -123,7 +124,8 @@ def check_model_memory(model_cfg, vocabs: Vocabularies, *, where: str,
     encoder only: a pretrained one cannot be built on the meta device (its size is its files')."""
     with torch.device("meta"):
         shapes = build_parser(model_cfg, vocabs.sizes(), upos=vocabs.upos, chars=vocabs.chars,
-                              rels=vocabs.rels, layer_sizes=vocabs.layer_sizes())
+                              rels=vocabs.rels, layer_sizes=vocabs.layer_sizes(),
+                              layer_vocabs=vocabs.layers)
     needed = sum(t.numel() * t.element_size() for t in (*shapes.parameters(), *shapes.buffers()))
     available = available_memory() if available is None else available
     if needed > available:

@@ -51,7 +51,8 @@ class BiaffineScorer(nn.Module):
     residual convolutions (:class:`~parser.models.layers.ConvEncoder`, ``encoder.conv_width``,
     ``conv_depth``, ``conv_kernel``, ``conv_dilation``) replace the BiLSTM (``lstm_*`` are not read). ``n_tags`` > 0
     adds a UPOS head on the same states (``EdgeScores.tags``); ``layer_sizes`` (layer name ->
-    number of classes) a head per token-level layer (:mod:`parser.data.layers`,
+    number of classes; ``layer_classes``: their strings, for a head built from them) a head per
+    token-level layer (:mod:`parser.data.layers`,
     ``EdgeScores.layers``). ``layer_inputs`` (``model.layer_inputs``, names of ``layer_sizes``, and
     ``upos`` for the UPOS head) splits the BiLSTM after its first layer: those heads read its states,
     and the embeddings (``upos_dim`` wide) of their argmax classes, detached, join those states as
@@ -88,6 +89,7 @@ class BiaffineScorer(nn.Module):
         char_tokens: Sequence[str] = (),
         n_tags: int = 0,
         layer_sizes: Mapping[str, int] | None = None,
+        layer_classes: Mapping[str, Sequence[str]] | None = None,
         vectors: Mapping[str, Any] | None = None,
         n_vectors: int = 0,
         vector_dim: int = 0,
@@ -136,6 +138,7 @@ class BiaffineScorer(nn.Module):
                       "upos_dim": upos_dim, "lstm_hidden": lstm_hidden, "lstm_layers": lstm_layers,
                       "arc_mlp": arc_mlp, "rel_mlp": rel_mlp, "dropout": dropout, "n_tags": n_tags}
         self.layer_sizes = dict(layer_sizes or {})
+        self.layer_classes = {name: list(tokens) for name, tokens in (layer_classes or {}).items()}
         self.layer_inputs = tuple(str(name) for name in layer_inputs)
         heads = [*self.layer_sizes, *(["upos"] if n_tags > 0 else [])]
         unknown = [name for name in self.layer_inputs if name not in heads]
@@ -213,8 +216,9 @@ class BiaffineScorer(nn.Module):
             self.rel_head = MLP(n_states, z["rel_mlp"], dropout=dropout)
             self.rel = Bilinear(z["rel_mlp"], self.n_rels)
         self.tagger = nn.Linear(n_states, z["n_tags"]) if z["n_tags"] > 0 else None
-        self.layer_heads = nn.ModuleDict({name: layer_of(name).head(n_states, size)
-                                          for name, size in self.layer_sizes.items()})
+        self.layer_heads = nn.ModuleDict({
+            name: layer_of(name).head(n_states, size, self.layer_classes.get(name))
+            for name, size in self.layer_sizes.items()})
 
     def forward(self, batch: Batch, *, layers: bool = True, label_grid: bool = True) -> EdgeScores:
         """arcs ``[B, dep, head]``; labels ``[B, dep, head, L]`` or ``None``; ``layers``: False

@@ -193,6 +193,7 @@ def build_parser(
     cfg: ModelConfig, sizes: Mapping[str, int], *, upos: Vocab | None = None,
     chars: Vocab | None = None, rels: Vocab | None = None,
     layer_sizes: Mapping[str, int] | None = None, vector_rows: Tensor | None = None,
+    layer_vocabs: Mapping[str, Vocab] | None = None,
 ) -> ParserModel:
     """A fresh parser for vocabularies of ``sizes`` (``words``, ``chars``, ``upos``, ``rels``),
     with a head for each token-level layer of ``layer_sizes`` (name -> classes:
@@ -206,6 +207,8 @@ def build_parser(
     UD rule applies). With ``model.vectors``, ``sizes`` also gives ``vectors`` and ``vector_dim``
     (``Vocabularies.sizes()``) and ``vector_rows`` the rows a new model starts from
     (``[vectors, vector_dim]``; None: zeros, for a checkpoint's weights to fill).
+    ``layer_vocabs`` (``Vocabularies.layers``): the layers' classes, which a head built from the
+    class strings reads (``feats_factored``).
     """
     options = scorer_kwargs(cfg)
     options.pop("vectors", None)
@@ -229,6 +232,8 @@ def build_parser(
         options["use_upos"] = bool(options.get("use_upos", True)) and upos_input is UposInput.gold
         options["n_tags"] = sizes["upos"] if tag_loss_weight > 0 else 0
         options["layer_sizes"] = dict(layer_sizes or {})
+        options["layer_classes"] = {name: vocab.tokens for name, vocab in (layer_vocabs or {}).items()
+                                    if name in options["layer_sizes"]}
         options["layer_inputs"] = [name for name in fed
                                    if name in options["layer_sizes"] or name == UPOS_FED]
         if len(options["layer_inputs"]) < len(fed):
@@ -332,8 +337,13 @@ def check_layer_inputs(cfg: ModelConfig | Mapping[str, Any]) -> list[str]:
 
 def layers_of(cfg: ModelConfig | Mapping[str, Any]) -> list:
     """The token-level layers ``cfg.layers`` names (:func:`parser.data.layers.layer_of`; an
-    unknown name is an error naming the registered ones)."""
-    return [layer_of(str(name)) for name in _layer_names(cfg)]
+    unknown name is an error naming the registered ones, two layers of one column another)."""
+    layers = [layer_of(name) for name in _layer_names(cfg)]
+    for column in {layer.column for layer in layers}:
+        same = [layer.name for layer in layers if layer.column == column]
+        if len(same) > 1:
+            raise ValueError(f"model.layers: {same} all predict the {column} column; name one")
+    return layers
 
 
 def _layer_names(cfg: ModelConfig | Mapping[str, Any]) -> list[str]:

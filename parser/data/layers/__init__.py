@@ -13,7 +13,7 @@ from parser.data.layers.base import (
     register_layer,
 )
 from parser.data.layers.lemma import LemmaLayer
-from parser.data.layers.tags import FeatsLayer, UposColumn, XposLayer
+from parser.data.layers.tags import FactoredFeatsLayer, FeatsLayer, UposColumn, XposLayer
 
-__all__ = ["LAYERS", "WRITTEN_COLUMNS", "Dictionary", "FeatsLayer", "LemmaLayer", "TokenLayer", "UposColumn", "XposLayer", "encode_targets",
+__all__ = ["LAYERS", "WRITTEN_COLUMNS", "Dictionary", "FactoredFeatsLayer", "FeatsLayer", "LemmaLayer", "TokenLayer", "UposColumn", "XposLayer", "encode_targets",
            "layer_of", "register_layer"]

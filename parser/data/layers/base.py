@@ -185,8 +185,9 @@ class TokenLayer:
                 return "suffixes", suffix
         return None
 
-    def head(self, n_states: int, n_classes: int) -> nn.Module:
-        """``[B, N+1, n_states]`` encoder states -> ``[B, N+1, n_classes]`` class scores."""
+    def head(self, n_states: int, n_classes: int, classes: Sequence[str] | None = None) -> nn.Module:
+        """``[B, N+1, n_states]`` encoder states -> ``[B, N+1, n_classes]`` class scores;
+        ``classes``: the class strings (the vocabulary's tokens), for a head built from them."""
         return nn.Linear(n_states, n_classes)
 
     def loss(self, scores: Tensor, gold: Tensor) -> Tensor:

@@ -64,7 +64,7 @@ class ParserTask:
                     log_unknown_words(split.sentences, self.vocabs, name=split.path)
         self.model: ParserModel = build_parser(
             cfg.model, self.vocabs.sizes(), upos=self.vocabs.upos, chars=self.vocabs.chars,
-            rels=self.vocabs.rels, layer_sizes=self.vocabs.layer_sizes(),
+            rels=self.vocabs.rels, layer_sizes=self.vocabs.layer_sizes(), layer_vocabs=self.vocabs.layers,
             vector_rows=None if self.data.vector_rows is None else torch.from_numpy(self.data.vector_rows),
         ).to(self.device)
         if start:
