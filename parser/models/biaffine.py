@@ -52,8 +52,7 @@ class BiaffineScorer(nn.Module):
     ``conv_depth``, ``conv_kernel``, ``conv_dilation``) replace the BiLSTM (``lstm_*`` are not read). ``n_tags`` > 0
     adds a UPOS head on the same states (``EdgeScores.tags``); ``layer_sizes`` (layer name ->
     number of classes; ``layer_classes``: their strings, for a head built from them) a head per
-    token-level layer (:mod:`parser.data.layers`,
-    ``EdgeScores.layers``). ``layer_inputs`` (``model.layer_inputs``, names of ``layer_sizes``, and
+    token-level layer (:mod:`parser.data.layers`, ``EdgeScores.layers``). ``layer_inputs`` (``model.layer_inputs``, names of ``layer_sizes``, and
     ``upos`` for the UPOS head) splits the BiLSTM after its first layer: those heads read its states,
     and the embeddings (``upos_dim`` wide) of their argmax classes, detached, join those states as
     the input of the ``lstm_layers - 1`` layers above, which the MLPs and the heads not fed read
@@ -140,7 +139,7 @@ class BiaffineScorer(nn.Module):
         self.layer_sizes = dict(layer_sizes or {})
         self.layer_classes = {name: list(tokens) for name, tokens in (layer_classes or {}).items()}
         self.layer_inputs = tuple(str(name) for name in layer_inputs)
-        heads = [*self.layer_sizes, *(["upos"] if n_tags > 0 else [])]
+        heads = [*self.layer_sizes, *([UPOS_FED] if n_tags > 0 else [])]
         unknown = [name for name in self.layer_inputs if name not in heads]
         if unknown:
             raise ValueError(f"model.layer_inputs {unknown}: the scorer has no head for them "
@@ -197,7 +196,7 @@ class BiaffineScorer(nn.Module):
         elif self.layer_inputs:
             n_lower = 2 * z["lstm_hidden"]
             self.lower_lstm = BiLSTM(n_input, z["lstm_hidden"], num_layers=1, dropout=dropout)
-            classes = {**self.layer_sizes, "upos": z["n_tags"]}
+            classes = {**self.layer_sizes, UPOS_FED: z["n_tags"]}
             self.tag_inputs = nn.ModuleDict({
                 name: nn.Embedding(classes[name], z["upos_dim"], padding_idx=0)
                 for name in self.layer_inputs})
