@@ -10,6 +10,7 @@ import pytest
 from parser.cli.evaluate_raw import evaluate_raw_text
 from parser.cli.train_pipeline import _compose, load_recipe, main, train_pipeline
 from parser.config import config_dir, register_configs
+from parser.models.parser_model import check_layer_inputs
 from parser.eval.official import METRICS
 from parser.pipeline import Pipeline
 from parser.tokenize.config import register_tokenizer_configs
@@ -61,7 +62,7 @@ def test_recipes_name_the_two_stages(tmp_path):
     bad.write_text("parser: [experiment=release_cpu]\n")
     with pytest.raises(ValueError, match="two lists of override strings"):
         load_recipe(str(bad))
-    with pytest.raises(ValueError, match="release_cpu, release_cpu_grid, release_gpu"):
+    with pytest.raises(ValueError, match="release_cpu, release_cpu_fed, release_cpu_grid, release_gpu"):
         load_recipe("no_such_recipe")
 
 
@@ -89,3 +90,13 @@ def test_the_lean_recipe_trains_the_default_model_on_the_release_budget():
 def test_raw_text_scores_name_rows_of_the_official_table(tmp_path):
     with pytest.raises(ValueError, match=r"\['LAS3'\] are not rows of the official table"):
         evaluate_raw_text(None, tmp_path / "gold.conllu", tmp_path, name="x", metrics=["LAS3"])
+
+
+def test_the_fed_recipe_is_the_lean_one_with_two_layers_and_the_tags_fed():
+    register_configs()
+    lean = _compose("parser", load_recipe("release_cpu")["parser"])
+    fed = _compose("parser", load_recipe("release_cpu_fed")["parser"])
+    assert fed.model.lstm_layers == 2 and list(fed.model.layer_inputs) == ["upos", "xpos", "feats"]
+    fed.model.lstm_layers, fed.model.layer_inputs = lean.model.lstm_layers, lean.model.layer_inputs
+    assert fed == lean
+    check_layer_inputs(_compose("parser", load_recipe("release_cpu_fed")["parser"]).model)

@@ -13,8 +13,9 @@ official CoNLL 2018 F1 of every row (Tokens ... BLEX) from raw text, those from 
 tokens.
 
 ``recipe``: a file of ``configs/recipe/`` by name (``release_cpu``, the default: the default
-experiment's lean parser on a small treebank's budget; ``release_cpu_grid``, the 2 x 200 grid
-parser of the release tables; or ``release_gpu``) or a path; it lists the overrides of each stage
+experiment's lean parser on a small treebank's budget; ``release_cpu_fed``, the same with a
+second BiLSTM layer and its own tags fed back; ``release_cpu_grid``, the 2 x 200 grid parser of
+the release tables; or ``release_gpu``) or a path; it lists the overrides of each stage
 (:func:`load_recipe`). The
 treebank's files decide the rest (:mod:`parser.data.treebanks`): a treebank without text or
 without a training file is refused; without a dev file the parser carves one from train
