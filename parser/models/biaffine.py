@@ -52,8 +52,9 @@ class BiaffineScorer(nn.Module):
     ``conv_depth``, ``conv_kernel``, ``conv_dilation``) replace the BiLSTM (``lstm_*`` are not read). ``n_tags`` > 0
     adds a UPOS head on the same states (``EdgeScores.tags``); ``layer_sizes`` (layer name ->
     number of classes; ``layer_classes``: their strings, for a head built from them) a head per
-    token-level layer (:mod:`parser.data.layers`, ``EdgeScores.layers``). ``layer_inputs`` (``model.layer_inputs``, names of ``layer_sizes``, and
-    ``upos`` for the UPOS head) splits the BiLSTM after its first layer: those heads read its states,
+    token-level layer (:mod:`parser.data.layers`, ``EdgeScores.layers``). ``layer_inputs``
+    (``model.layer_inputs``, names of ``layer_sizes``, and ``upos`` for the UPOS head) splits the
+    BiLSTM after its first layer: those heads read its states,
     and the embeddings (``upos_dim`` wide) of their argmax classes, detached, join those states as
     the input of the ``lstm_layers - 1`` layers above, which the MLPs and the heads not fed read
     (UDPipe 2's tags fed to the parser; never the batch's column).
