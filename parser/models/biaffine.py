@@ -9,8 +9,8 @@ import torch
 from torch import Tensor, nn
 
 from parser.data.batch import Batch
-from parser.data.layers import layer_of
-from parser.data.vocab import N_SPECIAL, PAD, ROOT, UNK
+from parser.data.layers import UposColumn, layer_of
+from parser.data.vocab import PAD, ROOT, UNK
 from parser.models.char_encoder import CharLSTM
 from parser.models.checks import check_batch
 from parser.models.edge_scores import EdgeScores
@@ -27,6 +27,7 @@ from parser.models.transformer import TransformerEncoder
 from parser.models.word_vectors import WordVectors
 
 UPOS_FED = "upos"  # model.layer_inputs' name of the UPOS head (not a token-level layer)
+UPOS_COLUMN = UposColumn()  # the UPOS head's classes, predicted as a layer's are
 
 
 class BiaffineScorer(nn.Module):
@@ -286,11 +287,10 @@ class BiaffineScorer(nn.Module):
         parts, scores = [lower], {}
         for name, embed in self.tag_inputs.items():
             if name == UPOS_FED:
-                scores[name] = self.tagger(lower)
-                best = scores[name].detach()[..., N_SPECIAL:].argmax(-1) + N_SPECIAL
+                scores[name], column = self.tagger(lower), UPOS_COLUMN
             else:
-                scores[name] = self.layer_heads[name](lower)
-                best = layer_of(name).predict(scores[name].detach())
+                scores[name], column = self.layer_heads[name](lower), layer_of(name)
+            best = column.predict(scores[name].detach())
             ids = torch.where(present, best, PAD)
             ids[:, 0] = ROOT
             parts.append(self.input_dropout(embed(ids)))
